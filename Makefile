@@ -1,0 +1,26 @@
+# `make train` and `make test` each build .venv from scratch when it is missing or when
+# requirements.txt changed, so a fresh clone needs nothing installed by hand.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: train test bench demo clean
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $(STAMP)
+
+train: $(STAMP)
+	$(PY) demo.py --config configs/default.yaml $(ARGS)
+
+test: $(STAMP)
+	$(PY) -m pytest -q $(ARGS)
+
+bench: $(STAMP)
+	$(PY) -m bench.attention_speed
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,64 @@
+"""``DecoderLayer`` and ``Decoder``: the current node attends over every real node of the graph.
+
+Shape legend: B batch, N nodes, D embedding, H heads.
+"""
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from encoder.attention import MultiHeadAttention
+from encoder.layers import feed_forward
+
+
+class DecoderLayer(nn.Module):
+    r"""Cross-attention block, as the reference's ``DecoderLayer``.
+
+    .. math::
+        t' = t + \mathrm{MHA}(\mathrm{LN}_1(t), \mathrm{LN}_1(m), \text{mask}), \qquad
+        \mathrm{out} = t' + \mathrm{FF}(\mathrm{LN}_2(t'))
+
+    As in the reference, one LayerNorm serves both the target ``t`` (the current node) and the
+    memory ``m`` (all node embeddings).
+
+    Shapes: tgt [B,1,D], memory [B,N,D], mask bool [B,1,N] (True: a real node)
+    -> (out [B,1,D], weights [B,H,1,N] or None).
+    """
+
+    def __init__(self, embed_dim: int, n_heads: int, ff_dim: int, attention_impl: str = "sdpa"):
+        super().__init__()
+        self.normalization1 = nn.LayerNorm(embed_dim)
+        self.multi_head_attention = MultiHeadAttention(embed_dim, n_heads, attention_impl=attention_impl)
+        self.normalization2 = nn.LayerNorm(embed_dim)
+        self.feed_forward = feed_forward(embed_dim, ff_dim)
+
+    def forward(self, tgt: Tensor, memory: Tensor, mask: Tensor, need_weights: bool = False):
+        memory = self.normalization1(memory)
+        attended, weights = self.multi_head_attention(
+            self.normalization1(tgt), memory, memory, mask=mask, need_weights=need_weights
+        )
+        h = tgt + attended
+        return h + self.feed_forward(self.normalization2(h)), weights
+
+
+class Decoder(nn.Module):
+    """A stack of ``n_layers`` ``DecoderLayer``s (the reference uses one).
+
+    Shapes: tgt [B,1,D], memory [B,N,D], node_mask bool [B,N] -> [B,1,D]; with
+    ``return_attention`` also a list of ``n_layers`` weight tensors [B,H,1,N].
+    """
+
+    def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "sdpa"):
+        super().__init__()
+        if n_layers < 1:
+            raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+        self.layers = nn.ModuleList(
+            DecoderLayer(embed_dim, n_heads, ff_dim, attention_impl) for _ in range(n_layers)
+        )
+
+    def forward(self, tgt: Tensor, memory: Tensor, node_mask: Tensor, return_attention: bool = False):
+        mask = node_mask.unsqueeze(1)  # [B,N] -> [B,1,N]: the one query may attend to any real node
+        attention = []
+        for layer in self.layers:
+            tgt, weights = layer(tgt, memory, mask, need_weights=return_attention)
+            attention.append(weights)
+        return (tgt, attention) if return_attention else tgt

@@ -1,0 +1,136 @@
+"""Multi-head scaled dot-product attention, restricted by a boolean mask (True = may attend).
+
+Shape legend used throughout: B batch, Nq queries, Nk keys, D embedding, H heads, d = D / H.
+The reference code names them ``n_batch``, ``n_query``, ``n_key``, ``n_dim``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from encoder.masking import check_bool_mask, masked_softmax
+from encoder.sparse import edges_from_mask, sparse_attention
+
+ATTENTION_IMPLS = ("reference", "sdpa", "sparse")
+
+
+def reference_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float):
+    """The reference's computation, step by step: scores, scale, ``masked_fill``, softmax, sum.
+
+    ``Q`` [B,H,Nq,d], ``K`` and ``V`` [B,H,Nk,d], ``mask`` bool broadcastable to [B,H,Nq,Nk].
+    Returns ``(heads [B,H,Nq,d], attention [B,H,Nq,Nk])``.
+    """
+    U = norm_factor * torch.matmul(Q, K.transpose(-2, -1))  # [B,H,Nq,Nk]
+    attention = masked_softmax(U, mask)  # rows sum to 1 over allowed keys, 0 if none
+    return torch.matmul(attention, V), attention
+
+
+def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float) -> Tensor:
+    """The same attention through ``F.scaled_dot_product_attention`` (fused kernels, no weights).
+
+    Returns ``heads [B,H,Nq,d]``. A row with no allowed key is zeroed explicitly: PyTorch's CPU
+    and math kernels already return zeros there, but not every fused GPU kernel promises it.
+    """
+    heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=norm_factor)
+    if mask is None:
+        return heads
+    has_key = mask.any(dim=-1, keepdim=True)  # [B,1 or H,Nq,1]
+    return heads.masked_fill(~has_key, 0.0)
+
+
+class MultiHeadAttention(nn.Module):
+    r"""Multi-head attention as in the reference's ``MultiHeadAttention``, with ``nn.Linear`` projections.
+
+    .. math::
+        \mathrm{head}_h = \mathrm{softmax}_{j \in \mathcal{M}(i)}\!\Big(
+            \tfrac{(q_i W^Q_h)(k_j W^K_h)^\top}{\sqrt{d}}\Big)\, v_j W^V_h, \qquad
+        \mathrm{out}_i = [\mathrm{head}_1; \dots; \mathrm{head}_H]\, W^O
+
+    where :math:`\mathcal{M}(i)` is the set of keys query ``i`` may attend to (``mask[b, i, j]``
+    True). The embedding of ``D`` dims is split into ``H`` heads of ``d = D / H`` (128 = 8 x 16
+    in the reference), so every head count has the same number of parameters.
+
+    Args:
+        embed_dim: D, the size of queries, keys, values and output.
+        n_heads: H; must divide ``embed_dim``.
+        bias: add biases to the four projections (the reference has none).
+        attention_impl: ``"reference"`` (explicit matmuls + ``masked_fill``: the code to read),
+            ``"sdpa"`` (``F.scaled_dot_product_attention``: fused kernels) or ``"sparse"``
+            (PyG softmax + scatter over the mask's edge list). All three give the same result.
+
+    Shapes:
+        q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to
+        [B,Nq,Nk] -> out [B,Nq,D], and attention weights [B,H,Nq,Nk] when ``need_weights``.
+    """
+
+    def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "sdpa"):
+        super().__init__()
+        if n_heads < 1 or embed_dim % n_heads != 0:
+            raise ValueError(
+                f"n_heads={n_heads} must be a positive divisor of embed_dim={embed_dim}, "
+                f"e.g. one of {[h for h in range(1, embed_dim + 1) if embed_dim % h == 0][:8]}"
+            )
+        if attention_impl not in ATTENTION_IMPLS:
+            raise ValueError(f"attention_impl={attention_impl!r} is not one of {ATTENTION_IMPLS}")
+        self.embed_dim = embed_dim
+        self.n_heads = n_heads
+        self.head_dim = embed_dim // n_heads  # the reference's key_dim == value_dim
+        self.norm_factor = 1.0 / math.sqrt(self.head_dim)
+        self.attention_impl = attention_impl
+        self.w_query = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.w_key = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.w_value = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.w_out = nn.Linear(embed_dim, embed_dim, bias=bias)
+
+    def forward(
+        self,
+        q: Tensor,
+        k: Tensor | None = None,
+        v: Tensor | None = None,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        k = q if k is None else k
+        v = q if v is None else v
+        B, Nq, D = q.shape
+        Nk = k.shape[1]
+        if D != self.embed_dim or k.shape != (B, Nk, D) or v.shape != (B, Nk, D):
+            raise ValueError(
+                f"expected q [B,Nq,{self.embed_dim}] and k, v [B,Nk,{self.embed_dim}], "
+                f"got q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+            )
+        check_bool_mask(mask, "mask")
+        if mask is not None:
+            mask = mask.expand(B, Nq, Nk)
+
+        Q = self._split_heads(self.w_query(q))  # [B,H,Nq,d]
+        K = self._split_heads(self.w_key(k))  # [B,H,Nk,d]
+        V = self._split_heads(self.w_value(v))  # [B,H,Nk,d]
+
+        attention = None
+        if self.attention_impl == "sparse":
+            query_index, key_index = edges_from_mask(mask, B, Nq, Nk)
+            heads, attention = sparse_attention(
+                Q, K, V, query_index, key_index, self.norm_factor, need_weights
+            )
+        elif self.attention_impl == "reference" or need_weights:
+            # SDPA returns no weights; visualisation takes the readable path instead.
+            heads, attention = reference_attention(Q, K, V, _per_head(mask), self.norm_factor)
+        else:
+            heads = sdpa_attention(Q, K, V, _per_head(mask), self.norm_factor)
+
+        out = self.w_out(heads.transpose(1, 2).reshape(B, Nq, D))  # concat heads: [B,Nq,H*d]
+        return out, (attention if need_weights else None)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        """[B,N,D] -> [B,H,N,d]. The reference keeps heads first, [H,B,N,d]; the maths is the same."""
+        B, N, _ = x.shape
+        return x.view(B, N, self.n_heads, self.head_dim).transpose(1, 2)
+
+
+def _per_head(mask: Tensor | None) -> Tensor | None:
+    """[B,Nq,Nk] -> [B,1,Nq,Nk], broadcast over heads (every head sees the same graph)."""
+    return None if mask is None else mask.unsqueeze(1)

@@ -1,0 +1,48 @@
+"""The observation layout shared by the environment and the policy: defined here, once.
+
+Every array has a fixed shape so that vector envs and rollout buffers can stack them. Boolean
+masks follow the project's one rule: **True (1) = present / allowed** (see ``docs/reading-guide.md``).
+
+| key             | shape, dtype          | meaning                                                   |
+| --------------- | --------------------- | --------------------------------------------------------- |
+| ``node_features`` | [N_max, F] float32  | per node, in the order of ``NODE_FEATURE_NAMES``          |
+| ``node_mask``     | [N_max] int8        | 1 for a real node, 0 for padding                          |
+| ``neighbors``     | [N_max, K] int64    | neighbour indices of each node (self included), -1 = pad  |
+| ``current_index`` | scalar int64        | index of the node the robot stands on                     |
+| ``action_mask``   | [K] int8            | 1 for a candidate slot the robot may move to              |
+
+Action: an integer slot ``k < K``; the robot moves to ``neighbors[current_index, k]``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+NODE_FEATURES = "node_features"
+NODE_MASK = "node_mask"
+NEIGHBORS = "neighbors"
+CURRENT_INDEX = "current_index"
+ACTION_MASK = "action_mask"
+OBSERVATION_KEYS = (NODE_FEATURES, NODE_MASK, NEIGHBORS, CURRENT_INDEX, ACTION_MASK)
+
+# Columns of ``node_features``. Positions are relative to the robot and divided by the map's
+# larger side, so they lie in [-1, 1]; utility is divided by its normaliser and clipped to [0, 1].
+NODE_FEATURE_NAMES = ("rel_x", "rel_y", "utility", "visited")
+N_NODE_FEATURES = len(NODE_FEATURE_NAMES)
+
+PADDING_NEIGHBOR = -1
+
+
+def observation_space(n_max: int, k: int) -> spaces.Dict:
+    """The gymnasium space of one observation for a graph of at most ``n_max`` nodes and ``k`` slots."""
+    if n_max < 1 or k < 1:
+        raise ValueError(f"n_max and k must be >= 1, got n_max={n_max}, k={k}")
+    return spaces.Dict(
+        {
+            NODE_FEATURES: spaces.Box(-1.0, 1.0, shape=(n_max, N_NODE_FEATURES), dtype=np.float32),
+            NODE_MASK: spaces.MultiBinary(n_max),
+            NEIGHBORS: spaces.Box(PADDING_NEIGHBOR, n_max - 1, shape=(n_max, k), dtype=np.int64),
+            CURRENT_INDEX: spaces.Discrete(n_max),
+            ACTION_MASK: spaces.MultiBinary(k),
+        }
+    )

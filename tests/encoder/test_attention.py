@@ -1,0 +1,142 @@
+"""MultiHeadAttention against torch's and PyG's attention, and its three implementations against each other."""
+import pytest
+import torch
+from torch import nn
+from torch_geometric.nn import TransformerConv
+
+from encoder.attention import ATTENTION_IMPLS, MultiHeadAttention
+from tests.conftest import HEAD_COUNTS
+
+D = 32
+
+
+def make_inputs(B=3, Nq=6, Nk=7, seed=0, empty_rows=True):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Nq, D, generator=g)
+    kv = torch.randn(B, Nk, D, generator=g)
+    mask = torch.rand(B, Nq, Nk, generator=g) < 0.5
+    mask[:, :, 0] = True  # every row has a key...
+    if empty_rows:
+        mask[0, 1] = False  # ...except these: padding queries
+        mask[2, -1] = False
+    return q, kv, mask
+
+
+def attention_module(n_heads, impl, seed=0):
+    torch.manual_seed(seed)
+    return MultiHeadAttention(D, n_heads, attention_impl=impl)
+
+
+@pytest.mark.parametrize("impl", ATTENTION_IMPLS)
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_equals_torch_multihead_attention(n_heads, impl):
+    ours = attention_module(n_heads, impl)
+    theirs = nn.MultiheadAttention(D, n_heads, bias=False, batch_first=True)
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.cat([ours.w_query.weight, ours.w_key.weight, ours.w_value.weight]))
+        theirs.out_proj.weight.copy_(ours.w_out.weight)
+    q, kv, mask = make_inputs(empty_rows=False)  # torch gives NaN for a row with no key
+    out, weights = ours(q, kv, kv, mask=mask, need_weights=True)
+    # torch's boolean attn_mask has the reference's polarity: True = NOT allowed.
+    blocked = (~mask).repeat_interleave(n_heads, dim=0)  # [B*H,Nq,Nk]
+    expected, expected_weights = theirs(q, kv, kv, attn_mask=blocked, need_weights=True, average_attn_weights=False)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(weights, expected_weights)
+
+
+@pytest.mark.parametrize("impl", ATTENTION_IMPLS)
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_equals_pyg_transformer_conv_on_neighbour_masks(n_heads, impl, make_graph):
+    from encoder.graph import adjacency_from_neighbors
+    from encoder.sparse import edge_index_from_neighbors
+
+    ours = attention_module(n_heads, impl)
+    with torch.no_grad():
+        ours.w_out.weight.copy_(torch.eye(D))  # TransformerConv has no output projection
+    conv = TransformerConv(D, D // n_heads, heads=n_heads, concat=True, bias=False, root_weight=False)
+    with torch.no_grad():
+        conv.lin_query.weight.copy_(ours.w_query.weight)
+        conv.lin_key.weight.copy_(ours.w_key.weight)
+        conv.lin_value.weight.copy_(ours.w_value.weight)
+    neighbors, node_mask = make_graph(2, 8, 4, seed=1)
+    x = torch.randn(2, 8, D)
+    out, _ = ours(x, mask=adjacency_from_neighbors(neighbors, node_mask))
+    expected = conv(x.reshape(16, D), edge_index_from_neighbors(neighbors, node_mask)).view(2, 8, D)
+    torch.testing.assert_close(out[node_mask], expected[node_mask])
+
+
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_implementations_agree_in_outputs_weights_and_gradients(n_heads):
+    q, kv, mask = make_inputs()
+    results = {}
+    for impl in ATTENTION_IMPLS:
+        module = attention_module(n_heads, impl)
+        q_, kv_ = q.clone().requires_grad_(), kv.clone().requires_grad_()
+        out, _ = module(q_, kv_, kv_, mask=mask)
+        (out * torch.linspace(-1, 1, D)).sum().backward()  # a loss that weighs every output
+        _, weights = module(q, kv, kv, mask=mask, need_weights=True)
+        grads = [q_.grad, kv_.grad] + [p.grad for p in module.parameters()]
+        results[impl] = (out.detach(), weights, grads)
+    reference = results["reference"]
+    for impl in ("sdpa", "sparse"):
+        torch.testing.assert_close(results[impl][0], reference[0])
+        torch.testing.assert_close(results[impl][1], reference[1])
+        for grad, expected in zip(results[impl][2], reference[2]):
+            torch.testing.assert_close(grad, expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("impl", ATTENTION_IMPLS)
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_fully_masked_rows_are_exact_zeros_without_nan(n_heads, impl, dtype):
+    module = attention_module(n_heads, impl).to(dtype)
+    q, kv, mask = make_inputs()
+    q, kv = q.to(dtype).requires_grad_(), kv.to(dtype).requires_grad_()
+    out, weights = module(q, kv, kv, mask=mask, need_weights=True)
+    out.float().square().sum().backward()
+    assert torch.equal(out[0, 1], torch.zeros(D, dtype=dtype))
+    assert torch.equal(out[2, -1], torch.zeros(D, dtype=dtype))
+    assert torch.equal(weights[0, :, 1], torch.zeros_like(weights[0, :, 1]))
+    assert torch.equal(q.grad[0, 1], torch.zeros(D, dtype=dtype))  # nothing flows back from a padding row
+    for tensor in [out, weights, q.grad, kv.grad] + [p.grad for p in module.parameters()]:
+        assert torch.isfinite(tensor).all()
+
+
+@pytest.mark.parametrize("impl", ATTENTION_IMPLS)
+def test_weights_sum_to_one_over_allowed_keys_only(impl):
+    q, kv, mask = make_inputs()
+    _, weights = attention_module(4, impl)(q, kv, kv, mask=mask, need_weights=True)
+    assert torch.equal(weights[~mask.unsqueeze(1).expand_as(weights)], torch.zeros(int((~mask).sum()) * 4))
+    row_sums = weights.sum(-1)  # [B,H,Nq]
+    has_key = mask.any(-1).unsqueeze(1).expand_as(row_sums)
+    torch.testing.assert_close(row_sums[has_key], torch.ones(int(has_key.sum())))
+
+
+def test_self_attention_defaults_k_and_v_to_q_and_leaves_inputs_untouched():
+    module = attention_module(2, "reference")
+    q, _, mask = make_inputs(Nk=6)
+    q_before, mask_before = q.clone(), mask.clone()
+    torch.testing.assert_close(module(q, mask=mask)[0], module(q, q, q, mask=mask)[0])
+    assert torch.equal(q, q_before) and torch.equal(mask, mask_before)
+
+
+def test_bad_head_count_names_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"n_heads=3 must be a positive divisor of embed_dim=32"):
+        MultiHeadAttention(32, 3)
+
+
+def test_unknown_implementation_is_an_error():
+    with pytest.raises(ValueError, match="attention_impl='flash'"):
+        MultiHeadAttention(32, 4, attention_impl="flash")
+
+
+def test_integer_mask_is_refused_because_its_polarity_is_ambiguous():
+    q, kv, mask = make_inputs()
+    with pytest.raises(TypeError, match="torch.bool"):
+        attention_module(2, "sdpa")(q, kv, kv, mask=mask.int())
+
+
+def test_mismatched_shapes_are_reported():
+    q, kv, _ = make_inputs()
+    with pytest.raises(ValueError, match="expected q"):
+        attention_module(2, "sdpa")(q, kv[..., :16])

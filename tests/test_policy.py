@@ -1,0 +1,135 @@
+"""PolicyNet: observation dict in, masked logits and a value out."""
+import numpy as np
+import pytest
+import torch
+from torch.distributions import Categorical
+
+from config import ModelConfig
+from encoder.attention import ATTENTION_IMPLS
+from env.observation import N_NODE_FEATURES, observation_space
+from policy import PolicyNet, observation_to_tensors
+from bench.synthetic import random_graph
+from tests.conftest import HEAD_COUNTS
+
+N_MAX, K = 12, 5
+
+
+def small_config(**overrides):
+    return ModelConfig(**{"embed_dim": 32, "n_heads": 4, "n_layers": 2, "ff_dim": 64, **overrides})
+
+
+def make_policy(**overrides):
+    torch.manual_seed(0)
+    return PolicyNet(small_config(**overrides))
+
+
+def observations(B, seed=0):
+    """A batch of numpy observations in the env layout, each valid for ``observation_space``."""
+    neighbors, node_mask = random_graph(B, N_MAX, K, seed)
+    rng = np.random.default_rng(seed)
+    current = np.array([rng.integers(0, int(m.sum())) for m in node_mask])
+    batch = np.arange(B)
+    return {
+        "node_features": rng.uniform(-1, 1, (B, N_MAX, N_NODE_FEATURES)).astype(np.float32),
+        "node_mask": node_mask.numpy().astype(np.int8),
+        "neighbors": neighbors.numpy(),
+        "current_index": current.astype(np.int64),
+        "action_mask": (neighbors.numpy()[batch, current] >= 0).astype(np.int8),
+    }
+
+
+def single(obs, b):
+    return {key: value[b] for key, value in obs.items()}
+
+
+def test_test_observations_fit_the_env_observation_space():
+    space = observation_space(N_MAX, K)
+    obs = observations(4)
+    for b in range(4):
+        assert space.contains(single(obs, b))
+
+
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_batched_output_shapes_and_masking(n_heads):
+    obs = observations(6)
+    logits, value = make_policy(n_heads=n_heads)(obs)
+    assert logits.shape == (6, K) and value.shape == (6,)
+    probs = Categorical(logits=logits).probs
+    action_mask = torch.from_numpy(obs["action_mask"]).bool()
+    assert torch.equal(probs[~action_mask], torch.zeros(int((~action_mask).sum())))
+    assert torch.isfinite(Categorical(logits=logits).entropy()).all()
+
+
+def test_single_numpy_torch_and_batched_observations_agree():
+    policy, obs = make_policy(), observations(3)
+    logits, value = policy(obs)
+    for b in range(3):
+        one = single(obs, b)
+        torch.testing.assert_close(policy(one)[0], logits[b : b + 1])
+        torch_one = {key: torch.as_tensor(value) for key, value in one.items()}
+        torch.testing.assert_close(policy(torch_one)[1], value[b : b + 1])
+
+
+def test_observation_tensors_have_project_dtypes():
+    t = observation_to_tensors(observations(2))
+    assert t["node_mask"].dtype == torch.bool and t["action_mask"].dtype == torch.bool
+    assert t["neighbors"].dtype == torch.long and t["current_index"].shape == (2,)
+
+
+def test_attention_implementations_give_the_same_policy():
+    obs = observations(4)
+    outputs = [make_policy(attention_impl=impl)(obs) for impl in ATTENTION_IMPLS]
+    for logits, value in outputs[1:]:
+        torch.testing.assert_close(logits, outputs[0][0])
+        torch.testing.assert_close(value, outputs[0][1])
+
+
+def test_return_attention_exposes_every_layer_and_the_pointer():
+    logits, value, attention = make_policy()(observations(2), return_attention=True)
+    assert len(attention["encoder"]) == 2 and attention["encoder"][0].shape == (2, 4, N_MAX, N_MAX)
+    assert attention["decoder"][0].shape == (2, 4, 1, N_MAX)
+    torch.testing.assert_close(attention["pointer"], torch.softmax(logits, -1))
+
+
+def test_separate_critic_shares_nothing_with_the_actor():
+    policy, obs = make_policy(separate_critic=True), observations(3)
+    logits, value = policy(obs)
+    value.sum().backward()
+    assert all(p.grad is None for p in policy.actor_trunk.parameters())
+    assert all(p.grad is None for p in policy.pointer.parameters())
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in policy.critic_trunk.parameters())
+
+
+def test_shared_critic_trains_the_shared_trunk():
+    policy = make_policy()
+    policy(observations(3))[1].sum().backward()
+    assert policy.critic_trunk is None
+    assert policy.actor_trunk.encoder.layers[0].feed_forward[0].weight.grad.abs().sum() > 0
+
+
+def test_current_index_on_a_padding_node_is_an_error():
+    obs = observations(2)
+    obs["current_index"][1] = N_MAX - 1
+    obs["node_mask"][1, N_MAX - 1] = 0
+    with pytest.raises(ValueError, match="current_index must point at a real node"):
+        make_policy()(obs)
+
+
+def test_no_valid_action_is_an_error():
+    obs = observations(2)
+    obs["action_mask"][0] = 0
+    with pytest.raises(ValueError, match=r"every candidate is masked for batch rows \[0\]"):
+        make_policy()(obs)
+
+
+def test_head_count_does_not_change_the_parameter_count():
+    counts = {h: sum(p.numel() for p in PolicyNet(small_config(n_heads=h)).parameters()) for h in HEAD_COUNTS}
+    assert len(set(counts.values())) == 1, counts
+
+
+def test_policy_leaves_the_observation_untouched():
+    obs = observations(3)
+    before = {key: value.copy() for key, value in obs.items()}
+    make_policy()(obs, return_attention=True)
+    for key, value in obs.items():
+        assert np.array_equal(value, before[key]), key
