@@ -5,21 +5,22 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: train test bench demo clean
+.PHONY: train test bench clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
 train: $(STAMP)
-	$(PY) demo.py --config configs/default.yaml $(ARGS)
+	$(PY) train.py --config configs/default.yaml $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest -q $(ARGS)
 
 bench: $(STAMP)
+	$(PY) -m pip install --quiet -r requirements-bench.txt
+	$(PY) -m bench.env_speed
 	$(PY) -m bench.attention_speed
 
 clean:

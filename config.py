@@ -55,13 +55,110 @@ class ModelConfig:
 
 
 @dataclass
+class EnvConfig:
+    """Which environment to train in, and how many copies run side by side."""
+
+    id: str = "GridExplore-v0"
+    """A gymnasium id registered by ``import env`` (GridExplore-v0 mixes every map family)."""
+    kwargs: dict = field(default_factory=dict)
+    """Keyword overrides for ``gymnasium.make`` (see ``env.config.GridExploreConfig``), e.g. map_size."""
+    num_envs: int = 8
+    """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""
+    vector: Literal["sync", "async"] = "sync"
+    """gymnasium's SyncVectorEnv (one process) or AsyncVectorEnv (one process per env)."""
+
+    def __post_init__(self) -> None:
+        if self.num_envs < 1:
+            raise ConfigError(f"env.num_envs must be >= 1, got {self.num_envs}")
+
+
+@dataclass
+class PPOConfig:
+    """PPO hyperparameters (names and defaults after CleanRL's ppo.py where they apply)."""
+
+    total_timesteps: int = 200_000
+    """Environment steps over all envs before training stops."""
+    num_steps: int = 128
+    """Steps per env per rollout."""
+    learning_rate: float = 2.5e-4
+    """Adam step size at the start; annealed linearly to 0 when anneal_lr."""
+    anneal_lr: bool = True
+    """Anneal the learning rate linearly to 0 over the run."""
+    gamma: float = 0.99
+    """Discount factor."""
+    gae_lambda: float = 0.95
+    """GAE's lambda: 1 is Monte Carlo, 0 is one-step TD."""
+    num_minibatches: int = 4
+    """Minibatches per epoch over the rollout."""
+    update_epochs: int = 4
+    """Passes over each rollout."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    clip_coef: float = 0.2
+    """Surrogate clipping epsilon."""
+    clip_vloss: bool = True
+    """Clip the value loss around the old values, as PPO's reference implementation does."""
+    ent_coef: float = 0.01
+    """Weight of the entropy bonus."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    max_grad_norm: float = 0.5
+    """Global gradient-norm clip."""
+    target_kl: float = 0.0
+    """Stop an update's epochs early once the approximate KL exceeds this; 0 disables."""
+
+    def __post_init__(self) -> None:
+        for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"ppo.{name} must be >= 1, got {getattr(self, name)}")
+        if not (0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1):
+            raise ConfigError(f"ppo.gamma must be in (0, 1] and ppo.gae_lambda in [0, 1], got {self.gamma}, {self.gae_lambda}")
+
+
+@dataclass
+class RunConfig:
+    """Where a run writes, and how often."""
+
+    name: str = "default"
+    """Run folder name under runs/ (ignored when run_dir is set)."""
+    run_dir: str = ""
+    """Explicit output folder; empty means runs/<name>."""
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """auto uses CUDA when present."""
+    checkpoint_every: int = 5
+    """Updates between checkpoints (the last update always writes one)."""
+    image_every: int = 25
+    """Updates between rendered-episode and attention images in TensorBoard; 0 disables."""
+    torch_threads: int = 0
+    """torch.set_num_threads; 0 keeps torch's default."""
+
+
+@dataclass
 class Config:
     """A whole run: what ``train.py`` reads and saves beside every checkpoint."""
 
     seed: int = 1
-    """Seeds torch, numpy and the environments."""
+    """Seeds torch and the environments' episode seeds."""
     model: ModelConfig = field(default_factory=ModelConfig)
     """The policy network."""
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """The training environments."""
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    """The PPO algorithm."""
+    run: RunConfig = field(default_factory=RunConfig)
+    """Outputs, devices and schedules of side work."""
+
+    @property
+    def batch_size(self) -> int:
+        return self.env.num_envs * self.ppo.num_steps
+
+    @property
+    def minibatch_size(self) -> int:
+        return self.batch_size // self.ppo.num_minibatches
+
+    @property
+    def num_updates(self) -> int:
+        return max(1, self.ppo.total_timesteps // self.batch_size)
 
 
 def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] = ()) -> Config:
@@ -112,6 +209,8 @@ def _check_type(hint: Any, value: Any, key: str) -> Any:
         if value not in typing.get_args(hint):
             raise ConfigError(f"{key!r} must be one of {list(typing.get_args(hint))}, got {value!r}")
         return value
+    if hint is dict and value is None:  # an empty YAML section
+        return {}
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     # bool is an int subclass: reject True for an int field and 1 for a bool field alike.

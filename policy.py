@@ -109,13 +109,18 @@ class PolicyNet(nn.Module):
     def forward(self, obs: Mapping[str, Any], return_attention: bool = False):
         device = self.value_head.weight.device
         t = observation_to_tensors(obs, device)
-        node_mask, neighbors, current_index = t[NODE_MASK], t[NEIGHBORS], t[CURRENT_INDEX]
-        B, N, K = neighbors.shape
+        node_mask, current_index = t[NODE_MASK], t[CURRENT_INDEX]
+        B, K = t[ACTION_MASK].shape
         batch = torch.arange(B, device=device)
         if not node_mask[batch, current_index].all():
             raise ValueError("current_index must point at a real node (node_mask True) in every observation")
-        adjacency = adjacency_from_neighbors(neighbors, node_mask)  # [B,N,N]
-        inputs = (t[NODE_FEATURES], adjacency, node_mask, current_index)
+        # Nodes after the batch's last real node are padding, which never changes a real node's
+        # output (tested): drop them. Early in an episode most of N_max is padding, and
+        # attention costs O(N^2) per layer (docs/performance.md).
+        n_used = int(node_mask.any(dim=0).nonzero().max()) + 1
+        node_mask, neighbors = node_mask[:, :n_used], t[NEIGHBORS][:, :n_used]
+        adjacency = adjacency_from_neighbors(neighbors, node_mask)  # [B,N,N], N = n_used
+        inputs = (t[NODE_FEATURES][:, :n_used], adjacency, node_mask, current_index)
 
         current, h, attention = self.actor_trunk(*inputs, return_attention=return_attention)
         candidates = neighbors[batch, current_index].clamp(min=0)  # [B,K]; empty slots are masked below

@@ -1,4 +1,4 @@
-"""Synthetic padded graphs in the observation layout, for tests, benchmarks and the demo."""
+"""Synthetic padded graphs in the observation layout, for tests and benchmarks."""
 from __future__ import annotations
 
 import torch

@@ -20,7 +20,8 @@ def adjacency_from_neighbors(neighbors: Tensor, node_mask: Tensor) -> Tensor:
         [B,N,N] bool. A padding node's row is all False, so attention gives it zeros.
     """
     B, N, K = neighbors.shape
-    valid = (neighbors >= 0) & node_mask.unsqueeze(-1)  # [B,N,K]
+    # An index >= N points past the (possibly trimmed) padding, like -1: no edge.
+    valid = (neighbors >= 0) & (neighbors < N) & node_mask.unsqueeze(-1)  # [B,N,K]
     # Empty slots write into a spare column N, dropped below, so one scatter does the lot.
     columns = torch.where(valid, neighbors, N)
     adjacency = torch.zeros(B, N, N + 1, dtype=torch.bool, device=neighbors.device)

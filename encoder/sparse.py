@@ -94,7 +94,7 @@ def edge_index_from_neighbors(neighbors: Tensor, node_mask: Tensor) -> Tensor:
     listed twice gives one edge, as in the dense adjacency (a duplicate would count twice in softmax).
     """
     B, N, K = neighbors.shape
-    valid = (neighbors >= 0) & node_mask.unsqueeze(-1)  # [B,N,K]
+    valid = (neighbors >= 0) & (neighbors < N) & node_mask.unsqueeze(-1)  # [B,N,K], as the dense adjacency
     b, i, k = valid.nonzero(as_tuple=True)
     j = neighbors[b, i, k]
     keep = node_mask[b, j]  # an edge to a padding node is dropped, as in the dense adjacency

@@ -85,9 +85,11 @@ def test_attention_implementations_give_the_same_policy():
 
 
 def test_return_attention_exposes_every_layer_and_the_pointer():
-    logits, value, attention = make_policy()(observations(2), return_attention=True)
-    assert len(attention["encoder"]) == 2 and attention["encoder"][0].shape == (2, 4, N_MAX, N_MAX)
-    assert attention["decoder"][0].shape == (2, 4, 1, N_MAX)
+    obs = observations(2)
+    n_used = int(obs["node_mask"].any(0).nonzero()[0].max()) + 1  # trailing padding is trimmed
+    logits, value, attention = make_policy()(obs, return_attention=True)
+    assert len(attention["encoder"]) == 2 and attention["encoder"][0].shape == (2, 4, n_used, n_used)
+    assert attention["decoder"][0].shape == (2, 4, 1, n_used)
     torch.testing.assert_close(attention["pointer"], torch.softmax(logits, -1))
 
 
@@ -133,3 +135,15 @@ def test_policy_leaves_the_observation_untouched():
     make_policy()(obs, return_attention=True)
     for key, value in obs.items():
         assert np.array_equal(value, before[key]), key
+
+
+def test_trailing_padding_is_trimmed_without_changing_any_output():
+    obs = observations(3)
+    padded = dict(obs)
+    extra = 20  # a larger N_max: 20 more padding nodes, with garbage features
+    padded["node_features"] = np.concatenate([obs["node_features"], np.full((3, extra, N_NODE_FEATURES), 9, np.float32)], 1)
+    padded["node_mask"] = np.concatenate([obs["node_mask"], np.zeros((3, extra), np.int8)], 1)
+    padded["neighbors"] = np.concatenate([obs["neighbors"], np.full((3, extra, K), N_MAX + 1)], 1)
+    policy = make_policy()
+    for got, expected in zip(policy(padded), policy(obs)):
+        torch.testing.assert_close(got, expected)

@@ -1,0 +1,86 @@
+"""Parameters of the exploration env, as one typed dataclass."""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any
+
+from env.maps import MAP_FAMILIES
+
+MIXED = "mixed"
+"""Family name for "draw one of the procedural families per episode"."""
+
+
+@dataclass(frozen=True)
+class GridExploreConfig:
+    """Everything that shapes an episode; ``gymnasium.make`` keyword overrides land here."""
+
+    map_family: str = MIXED
+    """Procedural family: one of ``rooms``, ``caves``, ``maze``, ``obstacles``, or ``mixed`` (drawn per
+    episode). Ignored when ``map_file`` is set."""
+    map_size: int = 40
+    """Side of the square procedural map, in cells (walls included)."""
+    map_file: str | None = None
+    """Your own map: an image (dark = obstacle) or a 2-D ``.npy`` (nonzero = obstacle)."""
+    map_downsample: int = 1
+    """Shrink a loaded map by this factor; a block is an obstacle if any of its cells is."""
+    sensor_range: int = 6
+    """Sensor radius in cells; obstacles block its line of sight."""
+    utility_range: int | None = None
+    """Radius within which a node counts visible frontier cells; None = ``sensor_range - 1`` (at
+    least 1), as the reference counts frontiers a little inside the sensor's reach. At most
+    ``sensor_range``."""
+    node_spacing: int = 4
+    """Lattice spacing of the viewpoint graph, in cells (also the room/maze block size)."""
+    k: int = 9
+    """Neighbour slots per node, self included (slot 0): the action space size. 9 = self + 8
+    lattice neighbours; 5 to 8 = self + the 4 axis-aligned ones; slots beyond are padding."""
+    n_max: int | None = None
+    """Node capacity of the observation; None = the most the lattice can hold on this map."""
+    max_steps: int = 256
+    """Steps after which the episode is truncated."""
+    strict_actions: bool = False
+    """Raise ValueError on a masked action instead of penalising it."""
+    allow_stay: bool = False
+    """Let the robot choose slot 0 (stay put). Off by default, as in the reference, which masks
+    it: staying never reveals anything, and a policy can otherwise idle until truncation. Slot 0
+    stays valid when the node has no other move, so the action mask is never empty."""
+
+    def __post_init__(self) -> None:
+        allowed = (*MAP_FAMILIES, MIXED)
+        if self.map_family not in allowed:
+            raise ValueError(f"map_family={self.map_family!r} is not one of {', '.join(allowed)}")
+        _check_int("node_spacing", self.node_spacing, 2)
+        for name, low in (("map_size", 3 * self.node_spacing), ("sensor_range", 1), ("k", 5),
+                          ("max_steps", 1), ("map_downsample", 1)):
+            _check_int(name, getattr(self, name), low)
+        if self.utility_range is not None:
+            _check_int("utility_range", self.utility_range, 1)
+            if self.utility_range > self.sensor_range:
+                raise ValueError(f"utility_range must be <= sensor_range={self.sensor_range}, "
+                                 f"got {self.utility_range}")
+        if self.n_max is not None:
+            _check_int("n_max", self.n_max, 1)
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> "GridExploreConfig":
+        """Build from keyword overrides, naming any unknown key and the allowed ones."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - names)
+        if unknown:
+            raise ValueError(f"unknown GridExplore parameter(s) {unknown}; allowed: {sorted(names)}")
+        return cls(**kwargs)
+
+    @property
+    def resolved_utility_range(self) -> int:
+        return max(1, self.sensor_range - 1) if self.utility_range is None else self.utility_range
+
+    def lattice_capacity(self, height: int, width: int) -> int:
+        """The most lattice points a map of this size can hold, whatever the start cell."""
+        return math.ceil(height / self.node_spacing) * math.ceil(width / self.node_spacing)
+
+
+def _check_int(name: str, value: Any, low: int) -> None:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")

@@ -1,0 +1,208 @@
+"""The exploration gridworld as a gymnasium env."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from env.config import MIXED, GridExploreConfig
+from env.frontiers import frontier_mask
+from env.geometry import reachable_mask
+from env.graph import ViewpointGraph
+from env.map_io import load_occupancy, map_from_occupancy
+from env.maps import MAP_FAMILIES, GridMap, generate
+from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES,
+                             NODE_MASK, observation_space)
+from env.reward import step_reward
+from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
+
+
+class GridExploreEnv(gym.Env):
+    """Explore an unknown grid map with a range-limited sensor, travelling as little as possible.
+
+    Description:
+        A robot starts somewhere in a map it has never seen. Its belief map (unknown / free /
+        occupied) is filled in by a 360-degree line-of-sight sensor of ``sensor_range`` cells,
+        which senses from every cell the robot's centre crosses. The robot moves on a viewpoint
+        graph: lattice nodes every ``node_spacing`` cells over known free space, joined to their
+        lattice neighbours by straight edges over known-free cells (see :mod:`env.graph`). Maps
+        come from seeded generators (rooms, caves, maze, obstacles, or a mix) or from your file.
+
+    Action Space:
+        ``Discrete(k)``: a slot of the robot's node; the robot travels the straight edge to
+        ``neighbors[current_index, slot]``. Slot 0 is the node itself (stay), masked unless
+        ``allow_stay`` or the node has no other edge. A slot whose
+        ``action_mask`` is 0 is not executed: the robot stays, the step is penalised and
+        ``info["invalid_action"]`` is True; with ``strict_actions=True`` it raises ValueError.
+
+    Observation:
+        A dict laid out in :mod:`env.observation`: ``node_features`` [N_max, 4] (position relative
+        to the robot / map side, utility / (2 pi utility_range) clipped to 1, visited flag),
+        ``node_mask`` [N_max], ``neighbors`` [N_max, K], ``current_index``, ``action_mask`` [K].
+
+    Rewards:
+        :func:`env.reward.step_reward`: newly known cells (normalised) minus travel (per node
+        spacing), plus a bonus on completion, minus a penalty for a masked action.
+
+    Termination:
+        ``terminated`` once no node has utility, i.e. no frontier is left that any reachable
+        viewpoint can see; ``truncated`` after ``max_steps`` steps. ``info`` holds ``coverage``
+        (fraction of the free cells reachable from the start that are known), ``travel_distance``
+        (cells travelled so far), ``invalid_action``, ``new_cells``, ``n_nodes``, ``map_family``.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        self.config = cfg = GridExploreConfig.from_kwargs(**kwargs)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode={render_mode!r}; allowed: None, 'rgb_array'")
+        self.render_mode = render_mode
+        self._file_map = None if cfg.map_file is None else load_occupancy(cfg.map_file, cfg.map_downsample)
+        self.height, self.width = ((cfg.map_size, cfg.map_size) if self._file_map is None
+                                   else self._file_map.shape)
+        self.n_max = cfg.n_max or cfg.lattice_capacity(self.height, self.width)
+        self.observation_space = observation_space(self.n_max, cfg.k)
+        self.action_space = gym.spaces.Discrete(cfg.k)
+        self.utility_range = cfg.resolved_utility_range
+        # Wider than the sensor's reach plus the neighbour it resolves, so sweeps never index out.
+        self.pad = cfg.sensor_range + 2
+        self.stride = self.width + 2 * self.pad
+        self._sensor = Sensor(cfg.sensor_range, self.stride)
+        self._utility_norm = 2 * math.pi * self.utility_range
+
+    # ----------------------------------------------------------------------------- episode
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        cfg = self.config
+        self.grid_map, self.map_family = self._draw_map()
+        occupied = np.pad(self.grid_map.occupied, self.pad, constant_values=True)
+        self._occupied = occupied.ravel()
+        self._truth = np.where(self._occupied, OCCUPIED, FREE).astype(np.int8)
+        # Outside the map is known wall: it never counts as news or as a frontier's unknown side.
+        self.belief = np.full(occupied.shape, OCCUPIED, dtype=np.int8)
+        self.belief[self.pad : -self.pad, self.pad : -self.pad] = UNKNOWN
+        self._belief = self.belief.ravel()
+        start = self.grid_map.start
+        self.reachable_free = int(reachable_mask(self.grid_map.occupied, start).sum())
+        self.graph = ViewpointGraph(height=self.height, width=self.width, pad=self.pad, start=start,
+                                    spacing=cfg.node_spacing, k=cfg.k, n_max=self.n_max,
+                                    utility_range=self.utility_range)
+        self._sweeps: dict[tuple[int, int], np.ndarray] = {}
+        self.robot_node = 0
+        self.graph.visited[0] = True
+        self.path = [start]
+        self.travel_distance = 0.0
+        self.steps = 0
+        self.known_free = 0
+        start_flat = np.array([(start[0] + self.pad) * self.stride + start[1] + self.pad])
+        new_cells = self._reveal(self._sensor.observe(self._occupied, start_flat))
+        self._refresh()
+        return self._observation(), self._info(new_cells, invalid=False)
+
+    def _draw_map(self) -> tuple[GridMap, str]:
+        cfg, rng = self.config, self.np_random
+        if self._file_map is not None:
+            return map_from_occupancy(self._file_map, rng), "file"
+        family = cfg.map_family
+        if family == MIXED:
+            family = MAP_FAMILIES[int(rng.integers(len(MAP_FAMILIES)))]
+        return generate(family, cfg.map_size, cfg.map_size, rng, cfg.node_spacing), family
+
+    def step(self, action):
+        cfg = self.config
+        slot = int(action)
+        if not 0 <= slot < cfg.k:
+            raise ValueError(f"action {action!r} is outside the action space [0, {cfg.k})")
+        target = int(self._neighbors[self.robot_node, slot])
+        action_mask = self._action_mask()
+        invalid = not action_mask[slot]
+        new_cells, distance = 0, 0.0
+        if invalid and cfg.strict_actions:
+            valid = np.flatnonzero(action_mask).tolist()
+            raise ValueError(f"action slot {slot} is masked at node {self.robot_node}; valid slots: {valid}")
+        if not invalid and slot != 0:
+            ends = sorted(int(self.graph.lattice_of_node[n]) for n in (self.robot_node, target))
+            key = (ends[0], ends[1])
+            sweep = self._sweeps.get(key)
+            if sweep is None:
+                # The world is static, so what a hop sees (either way) is fixed: once per episode.
+                positions = self.graph.sweep_positions(self.robot_node, slot)
+                sweep = self._sweeps[key] = self._sensor.observe(self._occupied, positions)
+            new_cells = self._reveal(sweep)
+            distance = self.graph.slot_length(slot)
+            self.robot_node = target
+            self.graph.visited[target] = True
+            self.path.append(tuple(self.graph.node_rc[target].tolist()))
+            self.travel_distance += distance
+            if new_cells:
+                self._refresh()
+        self.steps += 1
+        terminated = self._complete
+        truncated = not terminated and self.steps >= cfg.max_steps
+        reward = step_reward(new_cells, distance, terminated, invalid,
+                             sensor_range=cfg.sensor_range, node_spacing=cfg.node_spacing)
+        return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)
+
+    def _reveal(self, observed: np.ndarray) -> int:
+        new = reveal(self._belief, self._truth, observed)
+        self.known_free += int(np.count_nonzero(self._truth[new] == FREE))
+        return int(new.size)
+
+    def _refresh(self) -> None:
+        """Recompute frontier, graph and the belief-dependent parts of the observation."""
+        self.frontier = frontier_mask(self.belief)
+        graph = self.graph
+        graph.update(self._belief, self.frontier.ravel())
+        n = graph.n_nodes
+        self._neighbors = graph.neighbors()
+        # Node positions as (rel_x, rel_y) scale, shifted by the robot's at each observation.
+        self._node_xy = graph.node_rc[:n, ::-1] / np.float32(max(self.height, self.width))
+        self._utility_feature = np.minimum(graph.utility[:n] / self._utility_norm, 1.0)
+        self._node_mask = np.zeros(self.n_max, dtype=np.int8)
+        self._node_mask[:n] = 1
+        self._complete = not graph.utility.any()
+
+    # ----------------------------------------------------------------------------- outputs
+    def _observation(self) -> dict[str, np.ndarray]:
+        graph, n = self.graph, self.graph.n_nodes
+        features = np.zeros((self.n_max, N_NODE_FEATURES), dtype=np.float32)
+        features[:n, :2] = self._node_xy - self._node_xy[self.robot_node]
+        features[:n, 2] = self._utility_feature
+        features[:n, 3] = graph.visited[:n]
+        neighbors = self._neighbors.copy()
+        return {
+            NODE_FEATURES: features,
+            NODE_MASK: self._node_mask.copy(),
+            NEIGHBORS: neighbors,
+            CURRENT_INDEX: np.int64(self.robot_node),
+            ACTION_MASK: self._action_mask(),
+        }
+
+    def _action_mask(self) -> np.ndarray:
+        """1 for each slot the robot may take: an existing edge, and slot 0 (stay) only when
+        ``allow_stay`` or when the node has no other edge."""
+        mask = (self._neighbors[self.robot_node] >= 0).astype(np.int8)
+        if not self.config.allow_stay and mask[1:].any():
+            mask[0] = 0
+        return mask
+
+    def _info(self, new_cells: int, invalid: bool) -> dict[str, Any]:
+        return {
+            "coverage": self.known_free / self.reachable_free,
+            "travel_distance": self.travel_distance,
+            "invalid_action": bool(invalid),
+            "new_cells": new_cells,
+            "n_nodes": self.graph.n_nodes,
+            "map_family": self.map_family,
+        }
+
+    def render(self):
+        if self.render_mode is None:
+            gym.logger.warn("render() called without render_mode; pass render_mode='rgb_array'")
+            return None
+        from env.rendering import render_frame
+
+        return render_frame(self)

@@ -1,0 +1,110 @@
+"""Evaluate a trained policy against the baselines on the same held-out maps.
+
+    python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
+                       [--json results.json] [--gif episode.gif]
+
+``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
+run's ``config.yaml`` beside it rebuilds the network and the environment. Held-out maps use odd
+seeds and training maps even ones (``rl/seeding.py``), so they never overlap.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+from tqdm import tqdm
+
+import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
+from config import Config, load_config
+from env.baselines import BASELINES
+from env.rendering import save_gif
+from policy import PolicyNet
+from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.evaluation import greedy_actor, run_episode, summarise, travel_ratio
+from rl.seeding import eval_episode_seed
+
+AGENT = "agent"
+
+
+def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
+    """The policy saved at ``checkpoint`` (a run folder or a .pt file) and the run's config."""
+    path = latest_checkpoint(checkpoint) if checkpoint.is_dir() else checkpoint
+    if path is None or not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {checkpoint}")
+    config = load_config(path.parent / "config.yaml")
+    policy = PolicyNet(config.model)
+    policy.load_state_dict(load_checkpoint(path)["model"])
+    return policy.eval(), config
+
+
+def format_table(summaries: dict, ratios: dict) -> str:
+    header = ("| policy | success rate | coverage at end | steps to complete | travel to complete | "
+              "travel / nearest frontier |\n|---|---|---|---|---|---|")
+    rows = []
+    for name, s in summaries.items():
+        cells = [f"{s[key][0]:.3f} ± {s[key][1]:.3f}" if key in ("success_rate", "coverage") else f"{s[key][0]:.1f} ± {s[key][1]:.1f}"
+                 for key in ("success_rate", "coverage", "steps_to_complete", "travel_to_complete")]
+        ratio = ratios.get(name)
+        cells.append("1 (reference)" if name == "nearest_frontier" else
+                     f"{ratio[0]:.3f} ± {ratio[1]:.3f} (n={ratio[2]})" if ratio else "n/a")
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join([header, *rows]) + "\n(mean ± 95% CI half-width; steps and travel over completed episodes)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--checkpoint", type=Path, help="run folder or checkpoint file (needed for the agent)")
+    parser.add_argument("--config", default="configs/default.yaml", help="env settings when no checkpoint is given")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0, help="selects the held-out maps")
+    parser.add_argument("--policy", default="all", choices=["all", AGENT, *BASELINES])
+    parser.add_argument("--json", type=Path, help="write the summaries here")
+    parser.add_argument("--gif", type=Path, help="save the first episode of the first policy as a GIF")
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
+
+    actors = {}
+    if args.checkpoint is not None:
+        policy, config = load_policy(args.checkpoint)
+        actors[AGENT] = greedy_actor(policy)
+    elif args.policy == AGENT:
+        parser.error("--policy agent needs --checkpoint")
+    else:
+        config = load_config(args.config)
+    actors.update(BASELINES)
+    if args.policy != "all":
+        actors = {args.policy: actors[args.policy]}
+
+    env = gym.make(config.env.id, render_mode="rgb_array" if args.gif else None, **config.env.kwargs)
+    seeds = [eval_episode_seed(args.seed, i) for i in range(args.episodes)]
+    results, first = {}, next(iter(actors))
+    with tqdm(total=len(actors) * len(seeds), unit="episode", desc="evaluating") as bar:
+        for name, act in actors.items():
+            results[name] = []
+            for i, seed in enumerate(seeds):
+                record = args.gif is not None and name == first and i == 0
+                result, frames = run_episode(env, act, seed, record=record)
+                results[name].append(result)
+                if record:
+                    save_gif(frames, args.gif)
+                bar.update(1)
+    env.close()
+
+    summaries = {name: summarise(r) for name, r in results.items()}
+    ratios = {name: travel_ratio(r, results["nearest_frontier"]) for name, r in results.items()
+              if "nearest_frontier" in results and name != "nearest_frontier"}
+    print(format_table(summaries, ratios))
+    if args.json:
+        args.json.write_text(json.dumps({"episodes": args.episodes, "seed": args.seed, "summaries": summaries,
+                                         "travel_ratio_to_nearest_frontier": ratios}, indent=2))
+    if args.gif:
+        print(f"GIF of {next(iter(results))}'s first episode: {args.gif}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

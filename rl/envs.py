@@ -1,0 +1,70 @@
+"""Vector environments whose episodes can be replayed, so a killed run resumes exactly.
+
+Each sub-env is wrapped in ``SeededEpisodes``: episode ``e`` of env ``i`` is reset with
+``train_episode_seed(run_seed, i, e)``, so an env's state is fully determined by its episode
+number and the actions taken since that episode began. A checkpoint stores just those integers,
+and ``restore_envs`` rebuilds every env by replaying them (at most ``max_steps`` steps each).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+
+import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
+from config import ConfigError, EnvConfig
+from rl.seeding import train_episode_seed
+
+
+class SeededEpisodes(gym.Wrapper):
+    """Resets episode ``e`` of env ``env_index`` with its own seed; ``restore`` replays one.
+
+    A seed passed to ``reset`` is ignored: the schedule of per-episode seeds replaces it, which is
+    what makes an env's state recoverable from (episode number, actions since reset).
+    """
+
+    def __init__(self, env: gym.Env, run_seed: int, env_index: int):
+        super().__init__(env)
+        self.run_seed = run_seed
+        self.env_index = env_index
+        self.episode = -1
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        self.episode += 1
+        return self.env.reset(seed=train_episode_seed(self.run_seed, self.env_index, self.episode), options=options)
+
+    def restore(self, episodes: list[int], actions: list[list[int]]) -> dict[str, np.ndarray]:
+        """Rebuild this env at episode ``episodes[i]`` after ``actions[i]`` (i = this env's index)."""
+        self.episode = episodes[self.env_index] - 1
+        obs, _ = self.reset()
+        for action in actions[self.env_index]:
+            obs, *_ = self.env.step(action)
+        return obs
+
+
+def make_envs(config: EnvConfig, run_seed: int) -> gym.vector.VectorEnv:
+    """``config.num_envs`` seeded envs in a Sync or Async vector env with same-step autoreset.
+
+    Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
+    returns the next episode's first observation at once, so no rollout step is wasted.
+    """
+    try:
+        gym.spec(config.id)
+        gym.make(config.id, **config.kwargs).close()  # fail here, naming the bad key, not in a worker
+    except (gym.error.Error, ValueError, TypeError) as error:
+        raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
+
+    def make_one(index: int):
+        return lambda: SeededEpisodes(gym.make(config.id, **config.kwargs), run_seed, index)
+
+    vector_cls = SyncVectorEnv if config.vector == "sync" else AsyncVectorEnv
+    return vector_cls([make_one(i) for i in range(config.num_envs)], autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+def restore_envs(envs: gym.vector.VectorEnv, episodes: list[int], actions: list[list[int]]) -> dict[str, np.ndarray]:
+    """Replay every env to its checkpointed state; returns the batched current observation."""
+    envs.reset()
+    per_env: Any = envs.call("restore", episodes, actions)
+    return {key: np.stack([obs[key] for obs in per_env]) for key in per_env[0]}

@@ -1,0 +1,81 @@
+"""Running whole episodes with any policy, and summarising them with 95% confidence intervals."""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+from policy import PolicyNet
+
+Actor = Callable[[dict, gym.Env], int]
+"""``act(obs, env) -> slot``: the signature shared by the trained policy and the baselines."""
+
+
+@dataclass
+class EpisodeResult:
+    success: bool
+    """Exploration completed (terminated) before the step limit."""
+    coverage: float
+    """Fraction of reachable free cells known at the end."""
+    steps: int
+    travel_distance: float
+    episodic_return: float
+
+
+def greedy_actor(policy: PolicyNet) -> Actor:
+    """The trained policy, taking its most probable valid move."""
+    def act(obs: dict, env: gym.Env) -> int:
+        with torch.no_grad():
+            logits, _ = policy(obs)
+        return int(logits.argmax(-1).item())
+
+    return act
+
+
+def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tuple[EpisodeResult, list[np.ndarray]]:
+    """One episode from ``env.reset(seed=seed)``; with ``record`` also its rendered frames."""
+    obs, info = env.reset(seed=seed)
+    frames = [env.render()] if record else []
+    total, steps = 0.0, 0
+    while True:
+        obs, reward, terminated, truncated, info = env.step(act(obs, env.unwrapped))
+        total += float(reward)
+        steps += 1
+        if record:
+            frames.append(env.render())
+        if terminated or truncated:
+            result = EpisodeResult(bool(terminated), float(info["coverage"]), steps, float(info["travel_distance"]), total)
+            return result, frames
+
+
+def mean_ci(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and half-width of its 95% confidence interval (normal approximation; 0 for n < 2)."""
+    if not values:
+        return float("nan"), float("nan")
+    x = np.asarray(values, dtype=float)
+    half = 1.96 * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else 0.0
+    return float(x.mean()), float(half)
+
+
+def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]]:
+    """Success rate, coverage, and steps / travel distance over the episodes that completed."""
+    done = [r for r in results if r.success]
+    return {
+        "success_rate": mean_ci([float(r.success) for r in results]),
+        "coverage": mean_ci([r.coverage for r in results]),
+        "steps_to_complete": mean_ci([r.steps for r in done]),
+        "travel_to_complete": mean_ci([r.travel_distance for r in done]),
+        "return": mean_ci([r.episodic_return for r in results]),
+    }
+
+
+def travel_ratio(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResult]) -> tuple[float, float, int]:
+    """Mean (and 95% CI) of per-map travel-distance ratios ours / reference, over maps both completed."""
+    ratios = [a.travel_distance / b.travel_distance for a, b in zip(ours, reference)
+              if a.success and b.success and b.travel_distance > 0]
+    mean, half = mean_ci(ratios)
+    return mean, half, len(ratios)

@@ -1,0 +1,33 @@
+"""Pictures for TensorBoard and the CLIs: attention heat maps drawn with matplotlib."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: training machines have no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def attention_heatmaps(weights: np.ndarray, node_mask: np.ndarray, title: str = "") -> np.ndarray:
+    """One heat map per head of ``weights`` [H,N,N] over the real nodes, as an RGB array [h,w,3].
+
+    Rows are query nodes and columns key nodes, as in d2l's ``show_heatmaps``; each row sums to
+    1 over the nodes that query may attend to.
+    """
+    real = np.flatnonzero(node_mask)
+    H = weights.shape[0]
+    fig, axes = plt.subplots(1, H, figsize=(2.6 * H + 0.6, 2.8), squeeze=False)
+    for h, ax in enumerate(axes[0]):
+        image = ax.imshow(weights[h][np.ix_(real, real)], cmap="viridis", vmin=0.0, vmax=1.0)
+        ax.set_title(f"head {h}", fontsize=9)
+        ax.set_xlabel("key node", fontsize=8)
+        if h == 0:
+            ax.set_ylabel("query node", fontsize=8)
+        ax.tick_params(labelsize=6)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.canvas.draw()
+    rgb = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+    plt.close(fig)
+    return rgb

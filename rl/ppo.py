@@ -1,0 +1,95 @@
+"""The PPO update: clipped surrogate, clipped value loss, entropy bonus, minibatch epochs."""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch.distributions import Categorical
+
+from config import PPOConfig
+from rl.buffer import Rollout
+
+
+class NonFiniteLossError(FloatingPointError):
+    """A loss became NaN or infinite; the update is abandoned before it touches the weights."""
+
+
+def masked_policy(logits: Tensor) -> Categorical:
+    """The action distribution. ``PolicyNet`` already set masked logits to the dtype's minimum,
+    so masked actions have probability exactly 0, are never sampled, and add exactly 0 to the
+    entropy: the entropy is over valid actions only."""
+    return Categorical(logits=logits)
+
+
+def explained_variance(predicted: Tensor, target: Tensor) -> float:
+    """1 - Var(target - predicted) / Var(target): 1 is perfect, 0 no better than the mean."""
+    variance = target.var()
+    return float("nan") if variance == 0 else float(1 - (target - predicted).var() / variance)
+
+
+def ppo_update(
+    policy: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    rollout: Rollout,
+    advantages: Tensor,
+    returns: Tensor,
+    config: PPOConfig,
+    device: torch.device,
+    step: int,
+) -> dict[str, float]:
+    """``update_epochs`` passes of minibatch gradient steps over one rollout.
+
+    Returns the last minibatch's losses and the run's diagnostics under CleanRL's names.
+    Raises ``NonFiniteLossError`` naming ``step`` if a loss is not finite, before any weight of
+    that minibatch changes.
+    """
+    batch_size = rollout.num_steps * rollout.num_envs
+    minibatch_size = max(1, batch_size // config.num_minibatches)
+    def flat(x: Tensor) -> Tensor:
+        return x.flatten(0, 1).to(device)  # [T,E] -> [T*E]
+
+    old_logprobs, old_values, actions = flat(rollout.logprobs), flat(rollout.values), flat(rollout.actions)
+    advantages, returns = flat(advantages), flat(returns)
+    clipfracs: list[float] = []
+    for _ in range(config.update_epochs):
+        for index in torch.randperm(batch_size).split(minibatch_size):
+            obs = {key: value.to(device) for key, value in rollout.flat_obs(index).items()}
+            index = index.to(device)
+            logits, new_values = policy(obs)
+            dist = masked_policy(logits)
+            log_ratio = dist.log_prob(actions[index]) - old_logprobs[index]
+            ratio = log_ratio.exp()
+            with torch.no_grad():
+                approx_kl = ((ratio - 1) - log_ratio).mean()  # the low-variance k3 estimator
+                clipfracs.append(((ratio - 1).abs() > config.clip_coef).float().mean().item())
+
+            adv = advantages[index]
+            if config.norm_adv and len(index) > 1:
+                adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            policy_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - config.clip_coef, 1 + config.clip_coef)).mean()
+
+            value_error = (new_values - returns[index]).square()
+            if config.clip_vloss:
+                clipped = old_values[index] + (new_values - old_values[index]).clamp(-config.clip_coef, config.clip_coef)
+                value_error = torch.max(value_error, (clipped - returns[index]).square())
+            value_loss = 0.5 * value_error.mean()
+            entropy = dist.entropy().mean()
+            loss = policy_loss - config.ent_coef * entropy + config.vf_coef * value_loss
+            if not torch.isfinite(loss):
+                raise NonFiniteLossError(
+                    f"non-finite loss at global step {step} (policy {policy_loss.item()}, "
+                    f"value {value_loss.item()}, entropy {entropy.item()}); weights left as they were"
+                )
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+            optimizer.step()
+        if config.target_kl and approx_kl > config.target_kl:
+            break
+    return {
+        "policy_loss": policy_loss.item(),
+        "value_loss": value_loss.item(),
+        "entropy": entropy.item(),
+        "approx_kl": approx_kl.item(),
+        "clipfrac": sum(clipfracs) / len(clipfracs),
+        "explained_variance": explained_variance(old_values.cpu(), returns.cpu()),
+    }

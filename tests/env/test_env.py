@@ -1,0 +1,192 @@
+import math
+import re
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import env as env_package
+from env.grid_explore import GridExploreEnv
+from env.maps import MAP_FAMILIES
+from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURES, NODE_MASK
+from env.reward import COMPLETION_BONUS, INVALID_ACTION_PENALTY, step_reward
+
+ENV_IDS = sorted(env_package.ENV_IDS)
+
+
+def random_valid_action(obs, rng: np.random.Generator) -> int:
+    return int(rng.choice(np.flatnonzero(obs[ACTION_MASK])))
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_check_env_passes(env_id):
+    check_env(gym.make(env_id, render_mode="rgb_array").unwrapped)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_seed_same_episode_step_for_step(env_id):
+    def rollout():
+        env = gym.make(env_id, map_size=24, max_steps=40)
+        obs, _ = env.reset(seed=11)
+        rng = np.random.default_rng(0)
+        trace = [obs]
+        for _ in range(40):
+            obs, reward, terminated, truncated, info = env.step(random_valid_action(obs, rng))
+            trace += [obs, reward, info["coverage"], info["travel_distance"]]
+            if terminated or truncated:
+                break
+        return trace
+
+    for a, b in zip(rollout(), rollout(), strict=True):
+        if isinstance(a, dict):
+            assert all(np.array_equal(a[key], b[key]) for key in a)
+        else:
+            assert a == b
+
+
+def test_make_accepts_keyword_overrides():
+    env = gym.make("GridExplore-Caves-v0", map_size=24, sensor_range=4, utility_range=3,
+                   node_spacing=3, k=5, n_max=90, max_steps=7)
+    obs, _ = env.reset(seed=0)
+    assert obs[NODE_FEATURES].shape == (90, 4) and obs[NEIGHBORS].shape == (90, 5)
+    assert env.action_space.n == 5 and env.unwrapped.map_family == "caves"
+    for step in range(7):
+        obs, _, terminated, truncated, _ = env.step(0)
+    assert truncated and not terminated
+
+
+def test_default_n_max_is_the_lattice_capacity():
+    env = GridExploreEnv()
+    assert env.n_max == math.ceil(40 / 4) ** 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"map_famliy": "rooms"}, r"unknown GridExplore parameter\(s\) \['map_famliy'\]"),
+    ({"map_family": "lava"}, "map_family='lava' is not one of"),
+    ({"sensor_range": 0}, "sensor_range must be an int >= 1, got 0"),
+    ({"sensor_range": 3, "utility_range": 5}, "utility_range must be <= sensor_range=3, got 5"),
+    ({"map_size": 8}, "map_size must be an int >= 12, got 8"),
+    ({"render_mode": "human"}, "render_mode='human'"),
+])
+def test_bad_parameters_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        GridExploreEnv(**kwargs)
+
+
+def _masked_slot(obs) -> int:
+    return int(np.flatnonzero(obs[ACTION_MASK] == 0)[0])
+
+
+def _env_with_masked_slot(**kwargs):
+    for seed in range(50):
+        env = GridExploreEnv(map_family="maze", map_size=24, **kwargs)
+        obs, _ = env.reset(seed=seed)
+        if not obs[ACTION_MASK].all():
+            return env, obs
+    raise AssertionError("no start with a masked slot")
+
+
+def test_invalid_action_is_penalised_and_flagged():
+    env, obs = _env_with_masked_slot()
+    before = env.path[-1]
+    obs2, reward, terminated, truncated, info = env.step(_masked_slot(obs))
+    assert info["invalid_action"] and env.path[-1] == before
+    assert reward == pytest.approx(-INVALID_ACTION_PENALTY)
+    assert info["travel_distance"] == 0 and obs2[CURRENT_INDEX] == obs[CURRENT_INDEX]
+    _, _, _, _, info = env.step(int(np.flatnonzero(obs2[ACTION_MASK])[0]))
+    assert not info["invalid_action"]
+
+
+def test_staying_is_masked_unless_allowed_or_the_only_move():
+    env, obs = _env_with_masked_slot()
+    assert obs[ACTION_MASK][0] == 0 and obs[ACTION_MASK][1:].any()
+    _, reward, _, _, info = env.step(0)
+    assert info["invalid_action"] and reward == pytest.approx(-INVALID_ACTION_PENALTY)
+    env, obs = _env_with_masked_slot(allow_stay=True)
+    assert obs[ACTION_MASK][0] == 1
+    _, reward, _, _, info = env.step(0)
+    assert not info["invalid_action"] and info["travel_distance"] == 0 and reward == 0
+    isolated = np.full(9, -1)
+    isolated[0] = 0
+    env._neighbors = np.array([isolated])  # a node with no edge: staying is the only move
+    env.robot_node = 0
+    assert env._action_mask().tolist() == [1, 0, 0, 0, 0, 0, 0, 0, 0]
+
+
+def test_strict_actions_raise_naming_slot_and_valid_ones():
+    env, obs = _env_with_masked_slot(strict_actions=True)
+    slot = _masked_slot(obs)
+    valid = np.flatnonzero(obs[ACTION_MASK]).tolist()
+    with pytest.raises(ValueError, match=rf"slot {slot} is masked .*valid slots: {re.escape(str(valid))}"):
+        env.step(slot)
+
+
+def test_out_of_range_action_raises():
+    env = GridExploreEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="outside the action space"):
+        env.step(9)
+
+
+def test_reward_follows_the_formula_and_completion_pays_the_bonus():
+    from env.baselines import nearest_frontier
+
+    env = GridExploreEnv(map_family="rooms", map_size=20)
+    obs, _ = env.reset(seed=2)
+    terminated = False
+    while not terminated:
+        travelled = env.travel_distance
+        obs, reward, terminated, truncated, info = env.step(nearest_frontier(obs, env))
+        assert not truncated
+        expected = step_reward(info["new_cells"], info["travel_distance"] - travelled, terminated, False,
+                               sensor_range=6, node_spacing=4)
+        assert reward == pytest.approx(expected)
+        assert -1.0 <= reward - COMPLETION_BONUS * terminated <= 1.2
+    assert reward > COMPLETION_BONUS - 1
+
+
+@pytest.mark.parametrize("vector_cls", [gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv])
+def test_vector_envs_stack_the_dict_observation(vector_cls):
+    envs = vector_cls([lambda: gym.make("GridExplore-v0", map_size=20, max_steps=15)] * 2)
+    try:
+        obs, _ = envs.reset(seed=[1, 2])
+        assert obs[NODE_FEATURES].shape == (2, envs.single_observation_space[NODE_FEATURES].shape[0], 4)
+        for _ in range(20):  # crosses an autoreset
+            actions = np.array([int(np.flatnonzero(m)[-1]) for m in obs[ACTION_MASK]])
+            obs, rewards, terminated, truncated, infos = envs.step(actions)
+            assert obs in envs.observation_space and rewards.shape == (2,)
+    finally:
+        envs.close()
+
+
+@settings(max_examples=30, deadline=None)
+@given(family=st.sampled_from(MAP_FAMILIES), size=st.integers(12, 36), seed=st.integers(0, 10**6),
+       spacing=st.sampled_from([3, 4]))
+def test_random_valid_episodes_keep_the_invariants(family, size, seed, spacing):
+    env = GridExploreEnv(map_family=family, map_size=size, node_spacing=spacing, max_steps=80)
+    obs, info = env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    coverage, travelled, position = info["coverage"], 0.0, env.path[-1]
+    for _ in range(80):
+        assert obs in env.observation_space
+        n = int(obs[NODE_MASK].sum())
+        assert obs[NODE_MASK][:n].all() and not obs[NODE_MASK][n:].any()
+        current = int(obs[CURRENT_INDEX])
+        row = obs[NEIGHBORS][current]
+        expected = (row >= 0) & (obs[NODE_MASK][np.maximum(row, 0)] == 1)
+        expected[0] = not expected[1:].any()  # staying only when nothing else is possible
+        assert (obs[ACTION_MASK].astype(bool) == expected).all()
+        assert env.graph.utility[current] == 0  # sensing on arrival clears what a node sees
+        obs, reward, terminated, truncated, info = env.step(random_valid_action(obs, rng))
+        assert not info["invalid_action"]
+        assert info["coverage"] >= coverage and 0 < info["coverage"] <= 1
+        travelled += math.dist(position, env.path[-1])
+        position = env.path[-1]
+        assert info["travel_distance"] == pytest.approx(travelled)
+        coverage = info["coverage"]
+        if terminated or truncated:
+            break
+    assert terminated or truncated

@@ -1,0 +1,96 @@
+import numpy as np
+import pytest
+
+from env.frontiers import frontier_mask
+from env.geometry import line_cells
+from env.graph import ViewpointGraph
+from env.grid_explore import GridExploreEnv
+from env.sensing import FREE, OCCUPIED, UNKNOWN
+
+PAD = 6
+
+
+def _graph(belief: np.ndarray, start=(5, 5), spacing=4, k=9, n_max=50, utility_range=4):
+    """A graph over the unpadded ``belief`` (walls outside), updated once."""
+    padded = np.pad(belief, PAD, constant_values=OCCUPIED)
+    graph = ViewpointGraph(height=belief.shape[0], width=belief.shape[1], pad=PAD, start=start,
+                           spacing=spacing, k=k, n_max=n_max, utility_range=utility_range)
+    graph.update(padded.ravel(), frontier_mask(padded).ravel())
+    return graph
+
+
+def _room(size=11) -> np.ndarray:
+    belief = np.full((size, size), FREE, dtype=np.int8)
+    belief[[0, -1], :] = belief[:, [0, -1]] = OCCUPIED
+    return belief
+
+
+def test_open_room_graph_is_the_full_lattice():
+    graph = _graph(_room())
+    assert graph.n_nodes == 9
+    assert {tuple(p) for p in graph.positions()} == {(r, c) for r in (1, 5, 9) for c in (1, 5, 9)}
+    table = graph.neighbors()
+    assert (table[:9, 0] == np.arange(9)).all() and (table[9:] == -1).all()
+    centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
+    assert sorted(table[centre, 1:]) == sorted(set(range(9)) - {centre})
+    for node in range(9):  # edges are symmetric
+        for other in table[node, 1:]:
+            if other >= 0:
+                assert node in table[other]
+    assert not graph.utility.any()  # nothing unknown, no frontier
+
+
+def test_known_wall_cuts_edges_and_unknown_cells_hold_nodes_back():
+    belief = _room()
+    belief[1:10, 7] = OCCUPIED
+    belief[1:10, 8:10] = UNKNOWN
+    graph = _graph(belief)
+    cols = {int(c) for _, c in graph.positions()}
+    assert cols == {1, 5}  # the right lattice column is behind a wall and unknown
+    centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
+    assert graph.neighbors()[centre, 1:].tolist().count(-1) == 3  # the three hops to the right
+
+
+def _brute_force_utility(belief: np.ndarray, position, utility_range: int) -> int:
+    frontier = frontier_mask(belief)
+    count = 0
+    for r, c in np.argwhere(frontier):
+        d = (r - position[0], c - position[1])
+        if d[0] ** 2 + d[1] ** 2 <= utility_range**2:
+            cells = line_cells(int(d[0]), int(d[1]))
+            if all(belief[position[0] + i, position[1] + j] == FREE for i, j in cells):
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize("utility_range", [3, 4, 6])
+def test_utility_counts_visible_frontier_cells(utility_range):
+    belief = _room(13)
+    belief[2:11, 9:12] = UNKNOWN
+    belief[4, 3:7] = OCCUPIED  # hides part of the frontier from the top nodes
+    belief[8, 8] = UNKNOWN
+    graph = _graph(belief, start=(6, 6), spacing=4, utility_range=utility_range)
+    assert graph.utility.any()
+    for node, position in enumerate(graph.positions()):
+        assert graph.utility[node] == _brute_force_utility(belief, position, utility_range), position
+
+
+def test_more_nodes_than_n_max_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"9 nodes, more than n_max=5; raise n_max or node_spacing"):
+        _graph(_room(), n_max=5)
+
+
+def test_env_reports_graph_overflow(tmp_path):
+    path = tmp_path / "room.npy"
+    np.save(path, _room(21) == OCCUPIED)  # an open room: the first sweep reveals many nodes
+    env = GridExploreEnv(map_file=str(path), n_max=3)
+    with pytest.raises(ValueError, match=r"has \d+ nodes, more than n_max=3; raise n_max"):
+        env.reset(seed=0)
+
+
+def test_small_k_keeps_the_nearest_neighbours():
+    graph = _graph(_room(), k=5)
+    centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
+    positions = graph.positions()
+    hops = {tuple(positions[n] - positions[centre]) for n in graph.neighbors()[centre, 1:]}
+    assert hops == {(-4, 0), (4, 0), (0, -4), (0, 4)}

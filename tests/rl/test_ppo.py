@@ -1,0 +1,56 @@
+"""The masked action distribution and one PPO update on a synthetic rollout."""
+import torch
+
+from bench.synthetic import random_graph
+from config import ModelConfig, PPOConfig
+from policy import PolicyNet
+from rl.buffer import Rollout
+from rl.ppo import explained_variance, masked_policy, ppo_update
+
+
+def test_masked_actions_have_probability_zero_and_no_entropy_share():
+    logits = torch.tensor([[1.0, -2.0, 0.5, 3.0]])
+    mask = torch.tensor([[True, False, True, False]])
+    dist = masked_policy(logits.masked_fill(~mask, torch.finfo(torch.float32).min))
+    valid = torch.softmax(logits[mask], -1)  # the distribution over valid actions alone
+    torch.testing.assert_close(dist.probs[mask], valid)
+    assert torch.equal(dist.probs[~mask], torch.zeros(2))
+    torch.testing.assert_close(dist.entropy(), -(valid * valid.log()).sum().unsqueeze(0))
+    assert mask[0, dist.sample((1000,)).flatten()].all()
+
+
+def test_explained_variance_of_perfect_and_mean_predictions():
+    target = torch.tensor([1.0, 2.0, 4.0])
+    assert explained_variance(target, target) == 1.0
+    assert abs(explained_variance(torch.full((3,), target.mean()), target)) < 1e-6
+
+
+def synthetic_rollout(T=8, E=4, N=10, K=4):
+    rollout = Rollout(T, E)
+    for t in range(T):
+        neighbors, node_mask = random_graph(E, N, K, seed=t, n_real=[N] * E)
+        rollout.store_obs(t, {"node_features": torch.rand(E, N, 4), "node_mask": node_mask, "neighbors": neighbors,
+                              "current_index": torch.zeros(E, dtype=torch.long), "action_mask": neighbors[:, 0] >= 0})
+    return rollout
+
+
+def test_update_raises_the_probability_of_actions_with_positive_advantage():
+    torch.manual_seed(0)
+    policy = PolicyNet(ModelConfig(embed_dim=16, n_heads=2, n_layers=1, ff_dim=32))
+    rollout = synthetic_rollout()
+    obs = rollout.flat_obs(torch.arange(32))
+    with torch.no_grad():
+        logits, values = policy(obs)
+        dist = masked_policy(logits)
+        actions = dist.sample()
+        rollout.actions = actions.view(8, 4)
+        rollout.logprobs = dist.log_prob(actions).view(8, 4)
+        rollout.values = values.view(8, 4)
+    advantages = torch.where(actions.view(8, 4) == 0, 1.0, -1.0)  # staying in slot 0 was good, all else bad
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    stats = ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values, PPOConfig(), torch.device("cpu"), 0)
+    with torch.no_grad():
+        after = masked_policy(policy(obs)[0]).probs[:, 0]
+    assert after.mean() > dist.probs[:, 0].mean() + 0.05
+    assert set(stats) == {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"}
+    assert stats["approx_kl"] > 0 and 0 <= stats["clipfrac"] <= 1

@@ -1,0 +1,126 @@
+"""End-to-end training on configs/smoke.yaml: outputs, tags, resumption, failure handling."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+import evaluate
+import train
+from config import ConfigError, load_config
+from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.ppo import NonFiniteLossError
+from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
+from rl.trainer import Trainer
+
+ROOT = Path(__file__).parents[2]
+SMOKE = ROOT / "configs" / "smoke.yaml"
+
+
+def smoke_config(run_dir, *overrides):
+    return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """train.py on the smoke config, stopped after 2 of its 3 updates, then resumed with --resume."""
+    run_dir = tmp_path_factory.mktemp("smoke")
+    Trainer.create(smoke_config(run_dir), run_dir).train(max_updates=2)
+    assert latest_checkpoint(run_dir).name == "checkpoint_000002.pt"
+    assert train.main(["--resume", str(run_dir)]) == 0
+    return run_dir
+
+
+def test_run_folder_holds_config_events_and_checkpoints(smoke_run):
+    assert load_config(smoke_run / "config.yaml") == smoke_config(smoke_run)
+    assert sorted(p.name for p in smoke_run.glob("checkpoint_*.pt")) == [f"checkpoint_00000{i}.pt" for i in (1, 2, 3)]
+    assert load_checkpoint(latest_checkpoint(smoke_run))["global_step"] == 96
+
+
+def test_events_carry_every_tag_of_the_contract(smoke_run):
+    events = EventAccumulator(str(smoke_run), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
+    events.Reload()
+    tags = events.Tags()
+    assert set(SCALAR_TAGS) <= set(tags["scalars"]), set(SCALAR_TAGS) - set(tags["scalars"])
+    assert set(IMAGE_TAGS) <= set(tags["images"])
+    assert any(tag.startswith(next(iter(TEXT_TAGS))) for tag in tags["tensors"])
+    coverage = [event.value for event in events.Scalars("charts/coverage")]
+    assert coverage and all(0.0 < c <= 1.0 for c in coverage)
+
+
+def test_readme_explains_every_tag():
+    readme = (ROOT / "README.md").read_text()
+    for tag in [*SCALAR_TAGS, *IMAGE_TAGS, *TEXT_TAGS]:
+        assert f"`{tag}`" in readme, tag
+
+
+def test_evaluate_runs_on_the_trained_checkpoint(smoke_run, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    assert evaluate.main(["--checkpoint", str(smoke_run), "--episodes", "2", "--json", str(out),
+                          "--gif", str(tmp_path / "ep.gif")]) == 0
+    table = capsys.readouterr().out
+    for name in ("agent", "random", "nearest_frontier", "greedy"):
+        assert f"| {name} |" in table
+    assert (tmp_path / "ep.gif").stat().st_size > 0 and out.exists()
+
+
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    overrides = ("ppo.total_timesteps=128", "run.image_every=0")
+    Trainer.create(smoke_config(straight, *overrides), straight).train()
+    Trainer.create(smoke_config(interrupted, *overrides), interrupted).train(max_updates=2)
+    Trainer.resume(interrupted).train()
+    a, b = load_checkpoint(latest_checkpoint(straight)), load_checkpoint(latest_checkpoint(interrupted))
+    assert a["update"] == b["update"] == 4
+    assert a["episodes"] == b["episodes"] and a["actions"] == b["actions"]
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+
+
+def test_sigkill_mid_run_then_resume_completes(tmp_path):
+    run_dir = tmp_path / "killed"
+    command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}",
+               "ppo.total_timesteps=100000", "run.image_every=0"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while latest_checkpoint(run_dir) is None and time.time() < deadline and process.poll() is None:
+        time.sleep(0.2)
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    saved = load_checkpoint(latest_checkpoint(run_dir))  # intact despite the kill
+    trainer = Trainer.resume(run_dir)
+    assert trainer.update == saved["update"] >= 1
+    trainer.train(max_updates=1)
+    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == saved["update"] + 1
+
+
+def test_non_finite_loss_names_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
+    trainer = Trainer.create(smoke_config(tmp_path, "run.image_every=0"), tmp_path)
+    trainer.train(max_updates=1)
+    trainer = Trainer.resume(tmp_path)
+    with torch.no_grad():
+        trainer.policy.value_head.weight.fill_(float("nan"))
+    with pytest.raises(NonFiniteLossError, match="non-finite loss at global step 64"):
+        trainer.train(max_updates=1)
+    kept = load_checkpoint(latest_checkpoint(tmp_path))
+    assert kept["update"] == 1 and all(torch.isfinite(t).all() for t in kept["model"].values())
+
+
+def test_an_existing_run_is_never_overwritten(smoke_run):
+    with pytest.raises(FileExistsError, match="--resume"):
+        Trainer.create(smoke_config(smoke_run), smoke_run)
+
+
+def test_bad_env_kwargs_are_a_config_error_naming_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="map_sise"):
+        Trainer.create(smoke_config(tmp_path, "env.kwargs.map_sise=20"), tmp_path)
+
+
+def test_cli_reports_config_errors_without_a_traceback(capsys):
+    assert train.main(["--config", str(SMOKE), "model.n_head=2"]) == 2
+    assert "unknown key 'model.n_head'" in capsys.readouterr().err

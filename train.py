@@ -1,0 +1,44 @@
+"""Train the graph-attention exploration policy with PPO.
+
+    python train.py --config configs/default.yaml [key=value ...]   # a new run in runs/<run.name>
+    python train.py --resume runs/<name>                             # continue a killed run
+
+Writes into the run folder: the resolved ``config.yaml``, TensorBoard events
+(``tensorboard --logdir runs``) and ``checkpoint_*.pt`` files.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from config import ConfigError, load_config
+from rl.ppo import NonFiniteLossError
+from rl.trainer import Trainer
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/default.yaml", help="YAML file (default: %(default)s)")
+    parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. model.n_heads=2")
+    args = parser.parse_args(argv)
+    try:
+        if args.resume:
+            if args.overrides:
+                parser.error("--resume continues a run with its saved config.yaml; overrides are not allowed")
+            trainer = Trainer.resume(Path(args.resume))
+        else:
+            config = load_config(args.config, args.overrides)
+            trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"))
+        print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
+        trainer.train()
+    except (ConfigError, FileExistsError, FileNotFoundError, NonFiniteLossError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"done: {trainer.update} updates, {trainer.global_step} steps; checkpoints in {trainer.run_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
