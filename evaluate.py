@@ -14,30 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-import gymnasium as gym
-from tqdm import tqdm
-
-import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
-from config import Config, load_config
+from config import load_config
 from env.baselines import BASELINES
-from env.rendering import save_gif
-from policy import PolicyNet
-from rl.checkpoint import latest_checkpoint, load_checkpoint
-from rl.evaluation import greedy_actor, run_episode, summarise, travel_ratio
-from rl.seeding import eval_episode_seed
+from rl.evaluation import evaluate_actors, greedy_actor, load_policy, summarise, travel_ratio
 
 AGENT = "agent"
-
-
-def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
-    """The policy saved at ``checkpoint`` (a run folder or a .pt file) and the run's config."""
-    path = latest_checkpoint(checkpoint) if checkpoint.is_dir() else checkpoint
-    if path is None or not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {checkpoint}")
-    config = load_config(path.parent / "config.yaml")
-    policy = PolicyNet(config.model)
-    policy.load_state_dict(load_checkpoint(path)["model"])
-    return policy.eval(), config
 
 
 def format_table(summaries: dict, ratios: dict) -> str:
@@ -69,7 +50,10 @@ def main(argv: list[str] | None = None) -> int:
 
     actors = {}
     if args.checkpoint is not None:
-        policy, config = load_policy(args.checkpoint)
+        try:
+            policy, config = load_policy(args.checkpoint)
+        except FileNotFoundError as error:
+            parser.error(str(error))
         actors[AGENT] = greedy_actor(policy)
     elif args.policy == AGENT:
         parser.error("--policy agent needs --checkpoint")
@@ -79,21 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.policy != "all":
         actors = {args.policy: actors[args.policy]}
 
-    env = gym.make(config.env.id, render_mode="rgb_array" if args.gif else None, **config.env.kwargs)
-    seeds = [eval_episode_seed(args.seed, i) for i in range(args.episodes)]
-    results, first = {}, next(iter(actors))
-    with tqdm(total=len(actors) * len(seeds), unit="episode", desc="evaluating") as bar:
-        for name, act in actors.items():
-            results[name] = []
-            for i, seed in enumerate(seeds):
-                record = args.gif is not None and name == first and i == 0
-                result, frames = run_episode(env, act, seed, record=record)
-                results[name].append(result)
-                if record:
-                    save_gif(frames, args.gif)
-                bar.update(1)
-    env.close()
-
+    results = evaluate_actors(actors, config.env, args.episodes, args.seed, gif=args.gif)
     summaries = {name: summarise(r) for name, r in results.items()}
     ratios = {name: travel_ratio(r, results["nearest_frontier"]) for name, r in results.items()
               if "nearest_frontier" in results and name != "nearest_frontier"}

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from torch import Tensor, nn
 
-from encoder.attention import MultiHeadAttention
-from encoder.layers import feed_forward
+from encoder.layers import AttentionBlock, stack_layers
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(AttentionBlock):
     r"""Cross-attention block, as the reference's ``DecoderLayer``.
 
     .. math::
@@ -24,20 +23,12 @@ class DecoderLayer(nn.Module):
     -> (out [B,1,D], weights [B,H,1,N] or None).
     """
 
-    def __init__(self, embed_dim: int, n_heads: int, ff_dim: int, attention_impl: str = "sdpa"):
-        super().__init__()
-        self.normalization1 = nn.LayerNorm(embed_dim)
-        self.multi_head_attention = MultiHeadAttention(embed_dim, n_heads, attention_impl=attention_impl)
-        self.normalization2 = nn.LayerNorm(embed_dim)
-        self.feed_forward = feed_forward(embed_dim, ff_dim)
-
     def forward(self, tgt: Tensor, memory: Tensor, mask: Tensor, need_weights: bool = False):
         memory = self.normalization1(memory)
         attended, weights = self.multi_head_attention(
             self.normalization1(tgt), memory, memory, mask=mask, need_weights=need_weights
         )
-        h = tgt + attended
-        return h + self.feed_forward(self.normalization2(h)), weights
+        return self.feed_forward_residual(tgt + attended), weights
 
 
 class Decoder(nn.Module):
@@ -49,11 +40,7 @@ class Decoder(nn.Module):
 
     def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "sdpa"):
         super().__init__()
-        if n_layers < 1:
-            raise ValueError(f"n_layers must be >= 1, got {n_layers}")
-        self.layers = nn.ModuleList(
-            DecoderLayer(embed_dim, n_heads, ff_dim, attention_impl) for _ in range(n_layers)
-        )
+        self.layers = stack_layers(lambda: DecoderLayer(embed_dim, n_heads, ff_dim, attention_impl), n_layers)
 
     def forward(self, tgt: Tensor, memory: Tensor, node_mask: Tensor, return_attention: bool = False):
         mask = node_mask.unsqueeze(1)  # [B,N] -> [B,1,N]: the one query may attend to any real node

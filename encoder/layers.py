@@ -15,14 +15,17 @@ def feed_forward(embed_dim: int, ff_dim: int) -> nn.Sequential:
     return nn.Sequential(nn.Linear(embed_dim, ff_dim), nn.ReLU(), nn.Linear(ff_dim, embed_dim))
 
 
-class EncoderLayer(nn.Module):
-    r"""One pre-LayerNorm block, as the reference's ``EncoderLayer``.
+def stack_layers(make_layer, n_layers: int) -> nn.ModuleList:
+    """``n_layers`` fresh layers from ``make_layer()``; at least one."""
+    if n_layers < 1:
+        raise ValueError(f"n_layers must be >= 1, got {n_layers}")
+    return nn.ModuleList(make_layer() for _ in range(n_layers))
 
-    .. math::
-        h' = h + \mathrm{MHA}(\mathrm{LN}_1(h), \text{mask}), \qquad
-        \mathrm{out} = h' + \mathrm{FF}(\mathrm{LN}_2(h'))
 
-    Shapes: h [B,N,D], adjacency bool [B,N,N] (True: node i attends to node j) -> [B,N,D].
+class AttentionBlock(nn.Module):
+    """The parts every pre-LayerNorm block has: LN, multi-head attention, LN, feed-forward.
+
+    ``EncoderLayer`` and ``DecoderLayer`` differ only in what they attend to (their ``forward``).
     """
 
     def __init__(self, embed_dim: int, n_heads: int, ff_dim: int, attention_impl: str = "sdpa"):
@@ -32,12 +35,26 @@ class EncoderLayer(nn.Module):
         self.normalization2 = nn.LayerNorm(embed_dim)
         self.feed_forward = feed_forward(embed_dim, ff_dim)
 
+    def feed_forward_residual(self, h: Tensor) -> Tensor:
+        """h + FF(LN_2(h)): the block's second half."""
+        return h + self.feed_forward(self.normalization2(h))
+
+
+class EncoderLayer(AttentionBlock):
+    r"""One pre-LayerNorm self-attention block, as the reference's ``EncoderLayer``.
+
+    .. math::
+        h' = h + \mathrm{MHA}(\mathrm{LN}_1(h), \text{mask}), \qquad
+        \mathrm{out} = h' + \mathrm{FF}(\mathrm{LN}_2(h'))
+
+    Shapes: h [B,N,D], adjacency bool [B,N,N] (True: node i attends to node j) -> [B,N,D].
+    """
+
     def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         attended, weights = self.multi_head_attention(
             self.normalization1(h), mask=adjacency, need_weights=need_weights
         )
-        h = h + attended
-        return h + self.feed_forward(self.normalization2(h)), weights
+        return self.feed_forward_residual(h + attended), weights
 
 
 class Encoder(nn.Module):
@@ -56,11 +73,7 @@ class Encoder(nn.Module):
 
     def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "sdpa"):
         super().__init__()
-        if n_layers < 1:
-            raise ValueError(f"n_layers must be >= 1, got {n_layers}")
-        self.layers = nn.ModuleList(
-            EncoderLayer(embed_dim, n_heads, ff_dim, attention_impl) for _ in range(n_layers)
-        )
+        self.layers = stack_layers(lambda: EncoderLayer(embed_dim, n_heads, ff_dim, attention_impl), n_layers)
 
     def forward(self, h: Tensor, adjacency: Tensor, return_attention: bool = False):
         B, N, _ = h.shape

@@ -2,14 +2,21 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import torch
+from tqdm import tqdm
 
+import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
+from config import Config, EnvConfig, load_config
+from env.rendering import save_gif
 from policy import PolicyNet
+from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.seeding import eval_episode_seed
 
 Actor = Callable[[dict, gym.Env], int]
 """``act(obs, env) -> slot``: the signature shared by the trained policy and the baselines."""
@@ -24,6 +31,17 @@ class EpisodeResult:
     steps: int
     travel_distance: float
     episodic_return: float
+
+
+def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
+    """The policy saved at ``checkpoint`` (a run folder: its latest; or a .pt file) and the run's config."""
+    path = latest_checkpoint(checkpoint) if checkpoint.is_dir() else checkpoint
+    if path is None or not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {checkpoint} (expected a run folder or a checkpoint_*.pt file)")
+    config = load_config(path.parent / "config.yaml")
+    policy = PolicyNet(config.model)
+    policy.load_state_dict(load_checkpoint(path)["model"])
+    return policy.eval(), config
 
 
 def greedy_actor(policy: PolicyNet) -> Actor:
@@ -50,6 +68,30 @@ def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tu
         if terminated or truncated:
             result = EpisodeResult(bool(terminated), float(info["coverage"]), steps, float(info["travel_distance"]), total)
             return result, frames
+
+
+def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes: int, seed: int,
+                    gif: Path | None = None, progress: bool = True) -> dict[str, list[EpisodeResult]]:
+    """Every actor on the same ``episodes`` held-out maps (odd seeds, never seen in training).
+
+    With ``gif``, the first actor's first episode is saved there.
+    """
+    env = gym.make(env_config.id, render_mode="rgb_array" if gif else None, **env_config.kwargs)
+    seeds = [eval_episode_seed(seed, i) for i in range(episodes)]
+    results: dict[str, list[EpisodeResult]] = {}
+    first = next(iter(actors))
+    with tqdm(total=len(actors) * episodes, unit="episode", desc="evaluating", disable=not progress) as bar:
+        for name, act in actors.items():
+            results[name] = []
+            for i, episode_seed in enumerate(seeds):
+                record = gif is not None and name == first and i == 0
+                result, frames = run_episode(env, act, episode_seed, record=record)
+                results[name].append(result)
+                if record:
+                    save_gif(frames, gif)
+                bar.update(1)
+    env.close()
+    return results
 
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:

@@ -19,9 +19,9 @@ from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint, s
 from rl.envs import make_envs, restore_envs
 from rl.evaluation import greedy_actor, run_episode
 from rl.gae import compute_gae
-from rl.images import attention_heatmaps
 from rl.ppo import masked_policy, ppo_update
 from rl.seeding import eval_episode_seed
+from viz.heatmaps import attention_heatmaps
 
 
 def resolve_device(name: str) -> torch.device:
@@ -110,8 +110,8 @@ class Trainer:
         return path
 
     # ------------------------------------------------------------------ the loop
-    def train(self, max_updates: int | None = None) -> None:
-        """Run updates until ``config.num_updates`` (or ``max_updates`` more, for tests)."""
+    def train(self, max_updates: int | None = None, progress: bool = True) -> None:
+        """Run updates until ``config.num_updates`` (or ``max_updates`` more); ``progress`` shows a bar."""
         config, cfg = self.config, self.config.ppo
         last = config.num_updates if max_updates is None else min(config.num_updates, self.update + max_updates)
         writer = SummaryWriter(str(self.run_dir))
@@ -119,7 +119,7 @@ class Trainer:
             writer.add_text("hyperparameters", hyperparameter_table(config))
         start_time, start_step = time.time(), self.global_step
         bar = tqdm(total=config.num_updates * config.batch_size, initial=self.global_step, unit="step",
-                   dynamic_ncols=True, desc="training")
+                   dynamic_ncols=True, desc="training", disable=not progress)
         try:
             while self.update < last:
                 if cfg.anneal_lr:

@@ -4,7 +4,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,22 +17,7 @@ from rl.ppo import NonFiniteLossError
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
 from rl.trainer import Trainer
 
-ROOT = Path(__file__).parents[2]
-SMOKE = ROOT / "configs" / "smoke.yaml"
-
-
-def smoke_config(run_dir, *overrides):
-    return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    """train.py on the smoke config, stopped after 2 of its 3 updates, then resumed with --resume."""
-    run_dir = tmp_path_factory.mktemp("smoke")
-    Trainer.create(smoke_config(run_dir), run_dir).train(max_updates=2)
-    assert latest_checkpoint(run_dir).name == "checkpoint_000002.pt"
-    assert train.main(["--resume", str(run_dir)]) == 0
-    return run_dir
+from tests.conftest import ROOT, SMOKE, smoke_config
 
 
 def test_run_folder_holds_config_events_and_checkpoints(smoke_run):

@@ -1,0 +1,47 @@
+"""Ablation results: one CSV row per run, and a Markdown table per setting with 95% CIs."""
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+from rl.evaluation import mean_ci
+
+COLUMNS = ["label", "seed", "parameters", "success_rate", "coverage", "travel_to_complete",
+           "ratio_to_nearest_frontier", "final_return", "sps", "run_dir"]
+METRICS = {  # column -> (header, format)
+    "success_rate": ("success rate", "{:.2f} ± {:.2f}"),
+    "travel_to_complete": ("travel to complete (cells)", "{:.1f} ± {:.1f}"),
+    "ratio_to_nearest_frontier": ("travel / nearest frontier", "{:.3f} ± {:.3f}"),
+    "final_return": ("final return", "{:.2f} ± {:.2f}"),
+    "sps": ("training SPS", "{:.0f} ± {:.0f}"),
+}
+
+
+def by_setting(results: list[dict]) -> dict[str, list[dict]]:
+    """Results grouped by setting label, in the order the settings first appear."""
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for result in results:
+        groups[result["label"]].append(result)
+    return groups
+
+
+def write_csv(results: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        for result in sorted(results, key=lambda r: (r["label"], r["seed"])):
+            writer.writerow(result)
+
+
+def markdown_table(results: list[dict]) -> str:
+    """Mean ± 95% CI half-width over seeds, one row per setting; NaNs (no completed episode) skipped."""
+    header = ["setting", "seeds", "parameters", *(h for h, _ in METRICS.values())]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for label, runs in by_setting(results).items():
+        cells = [label, str(len(runs)), f"{runs[0]['parameters']:,}"]
+        for column, (_, fmt) in METRICS.items():
+            values = [r[column] for r in runs if r[column] == r[column]]  # drop NaN
+            cells.append(fmt.format(*mean_ci(values)) if values else "n/a")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,62 @@
+"""Ablation plots: learning curves per setting with shaded 95% CIs, and a final metric per setting."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from rl.evaluation import mean_ci
+from rl.report import by_setting
+from viz.heatmaps import plt
+
+
+def binned(steps: list[int], values: list[float], edges: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` in each step bin; an empty bin repeats the last known mean (NaN before any)."""
+    out = np.full(len(edges) - 1, np.nan)
+    index = np.digitize(steps, edges) - 1
+    for b in range(len(out)):
+        hit = [v for i, v in zip(index, values) if i == b]
+        out[b] = np.mean(hit) if hit else (out[b - 1] if b else np.nan)
+    return out
+
+
+def learning_curves(results: list[dict], total_steps: int, path: Path, bins: int = 20) -> None:
+    """Coverage and return against env steps, one colour per setting, mean over seeds ± 95% CI."""
+    edges = np.linspace(0, total_steps, bins + 1)
+    centres = (edges[:-1] + edges[1:]) / 2
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(by_setting(results)))),
+                                     by_setting(results).items()):
+        for ax, curve in zip(axes, ("coverage", "return")):
+            per_seed = np.array([binned(*r["curves"][curve], edges) for r in runs])  # [seeds, bins]
+            stats = [mean_ci([v for v in column if v == v]) for column in per_seed.T]
+            mean, half = np.array(stats).T
+            ax.plot(centres, mean, color=colour, label=label)
+            ax.fill_between(centres, mean - half, mean + half, color=colour, alpha=0.2)
+    for ax, name in zip(axes, ("coverage at episode end", "episodic return")):
+        ax.set_xlabel("environment steps")
+        ax.set_ylabel(name)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def final_metric(results: list[dict], column: str, ylabel: str, path: Path) -> None:
+    """``column`` per setting: each seed as a dot, the mean ± 95% CI as an error bar."""
+    groups = by_setting(results)
+    fig, ax = plt.subplots(figsize=(1.4 * len(groups) + 3, 3.6))
+    for x, (label, runs) in enumerate(groups.items()):
+        values = [r[column] for r in runs if r[column] == r[column]]
+        if not values:
+            continue
+        ax.scatter([x] * len(values), values, color="grey", s=14, zorder=2)
+        mean, half = mean_ci(values)
+        ax.errorbar([x], [mean], yerr=[half], fmt="o", color="crimson", capsize=5, zorder=3)
+    ax.set_xticks(range(len(groups)), list(groups), rotation=15, fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
