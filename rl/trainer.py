@@ -60,12 +60,13 @@ class Trainer:
         E = config.env.num_envs
         self.update, self.global_step = 0, 0
         self.episodes, self.actions = [0] * E, [[] for _ in range(E)]  # per env: episode number, actions since reset
+        self.recent = deque(maxlen=20)  # the last finished episodes' infos: success rate and progress bar
+        self.episode_return, self.episode_length = np.zeros(E), np.zeros(E, dtype=int)
+        self.resumed_at = None if state is None else state["global_step"]
         if state is None:
             self.obs, _ = self.envs.reset()
         else:
             self._load_state(state)
-        self.recent = deque(maxlen=20)  # the last finished episodes' infos, for the progress bar
-        self.episode_return, self.episode_length = np.zeros(E), np.zeros(E, dtype=int)
 
     @classmethod
     def create(cls, config: Config, run_dir: Path) -> "Trainer":
@@ -94,6 +95,9 @@ class Trainer:
             "torch_rng": torch.get_rng_state(),
             "episodes": list(self.episodes),
             "actions": [list(a) for a in self.actions],
+            "episode_return": self.episode_return.tolist(),
+            "episode_length": self.episode_length.tolist(),
+            "recent": list(self.recent),
         }
 
     def _load_state(self, state: dict) -> None:
@@ -102,6 +106,8 @@ class Trainer:
         self.update, self.global_step = state["update"], state["global_step"]
         torch.set_rng_state(state["torch_rng"])
         self.episodes, self.actions = list(state["episodes"]), [list(a) for a in state["actions"]]
+        self.episode_return, self.episode_length = np.array(state["episode_return"]), np.array(state["episode_length"])
+        self.recent.extend(state["recent"])
         self.obs = restore_envs(self.envs, self.episodes, self.actions)
 
     def save(self) -> Path:
@@ -114,7 +120,9 @@ class Trainer:
         """Run updates until ``config.num_updates`` (or ``max_updates`` more); ``progress`` shows a bar."""
         config, cfg = self.config, self.config.ppo
         last = config.num_updates if max_updates is None else min(config.num_updates, self.update + max_updates)
-        writer = SummaryWriter(str(self.run_dir))
+        # After a kill, events logged past the last checkpoint would repeat: purge_step drops them.
+        writer = SummaryWriter(str(self.run_dir), purge_step=self.resumed_at)
+        self.resumed_at = None  # a later train() call on this trainer purges nothing
         if self.update == 0:
             writer.add_text("hyperparameters", hyperparameter_table(config))
         start_time, start_step = time.time(), self.global_step

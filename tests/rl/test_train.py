@@ -61,7 +61,8 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
     Trainer.resume(interrupted).train()
     a, b = load_checkpoint(latest_checkpoint(straight)), load_checkpoint(latest_checkpoint(interrupted))
     assert a["update"] == b["update"] == 4
-    assert a["episodes"] == b["episodes"] and a["actions"] == b["actions"]
+    for key in ("episodes", "actions", "episode_return", "episode_length", "recent", "global_step"):
+        assert a[key] == b[key], key
     for name, tensor in a["model"].items():
         assert torch.equal(tensor, b["model"][name]), name
 

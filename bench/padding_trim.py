@@ -1,0 +1,70 @@
+"""Benchmark: PolicyNet on real observations, with the trailing padding trimmed (as it runs) vs. not.
+
+    python -m bench.padding_trim [--batch 256] [--repeats 10]
+
+Observations come from nearest-frontier episodes on the default env (map 32x32, N_max 64), so
+early, middle and late states are all present, as in a PPO minibatch. "untrimmed" marks the last
+padding slot of one observation as a real node, which forces the network to attend over all N_max
+nodes: the cost of the code before trimming. Prints milliseconds per forward + backward and the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+import env as _register_env_ids  # noqa: F401
+from config import load_config
+from env.baselines import nearest_frontier
+from policy import PolicyNet
+
+
+def collect(batch: int, env_kwargs: dict) -> dict[str, np.ndarray]:
+    """``batch`` observations from consecutive nearest-frontier episodes."""
+    env = gym.make("GridExplore-v0", **env_kwargs)
+    observations, seed = [], 0
+    while len(observations) < batch:
+        obs, _ = env.reset(seed=seed)
+        done = False
+        while not done and len(observations) < batch:
+            observations.append(obs)
+            obs, _, terminated, truncated, _ = env.step(nearest_frontier(obs, env.unwrapped))
+            done = terminated or truncated
+        seed += 1
+    return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
+
+
+def time_pass(policy: PolicyNet, obs: dict, repeats: int) -> float:
+    times = []
+    for _ in range(repeats + 2):
+        start = time.perf_counter()
+        logits, value = policy(obs)
+        (logits.logsumexp(-1).sum() + value.sum()).backward()
+        times.append(time.perf_counter() - start)
+    return 1e3 * sorted(times[2:])[repeats // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=10)
+    args = parser.parse_args()
+    config = load_config("configs/default.yaml")
+    obs = collect(args.batch, config.env.kwargs)
+    untrimmed = {key: value.copy() for key, value in obs.items()}
+    untrimmed["node_mask"][0, -1] = 1
+    real = obs["node_mask"].sum(1)
+    print(f"batch {args.batch}, N_max {obs['node_mask'].shape[1]}, real nodes per observation: "
+          f"median {np.median(real):.0f}, max {real.max()}; torch threads {torch.get_num_threads()}")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    for _ in range(2):  # alternate, so drift on a shared machine hits both alike
+        trimmed_ms, untrimmed_ms = time_pass(policy, obs, args.repeats), time_pass(policy, untrimmed, args.repeats)
+        print(f"fwd+bwd  trimmed {trimmed_ms:7.1f} ms   untrimmed {untrimmed_ms:7.1f} ms   speed-up x{untrimmed_ms / trimmed_ms:.2f}")
+
+
+if __name__ == "__main__":
+    main()
