@@ -21,18 +21,29 @@ from rl.evaluation import evaluate_actors, greedy_actor, load_policy, summarise,
 AGENT = "agent"
 
 
+COLUMNS = {  # summary key -> (header, decimals)
+    "success_rate": ("success rate", 3),
+    "coverage": ("coverage at end", 3),
+    "steps_to_complete": ("steps to complete", 1),
+    "travel_to_complete": ("travel to complete", 1),
+}
+
+
+def format_ratio(name: str, ratio: tuple[float, float, int] | None) -> str:
+    if name == "nearest_frontier":
+        return "1 (reference)"
+    return "n/a" if ratio is None else f"{ratio[0]:.3f} ± {ratio[1]:.3f} (n={ratio[2]})"
+
+
 def format_table(summaries: dict, ratios: dict) -> str:
-    header = ("| policy | success rate | coverage at end | steps to complete | travel to complete | "
-              "travel / nearest frontier |\n|---|---|---|---|---|---|")
-    rows = []
-    for name, s in summaries.items():
-        cells = [f"{s[key][0]:.3f} ± {s[key][1]:.3f}" if key in ("success_rate", "coverage") else f"{s[key][0]:.1f} ± {s[key][1]:.1f}"
-                 for key in ("success_rate", "coverage", "steps_to_complete", "travel_to_complete")]
-        ratio = ratios.get(name)
-        cells.append("1 (reference)" if name == "nearest_frontier" else
-                     f"{ratio[0]:.3f} ± {ratio[1]:.3f} (n={ratio[2]})" if ratio else "n/a")
-        rows.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join([header, *rows]) + "\n(mean ± 95% CI half-width; steps and travel over completed episodes)"
+    """A Markdown table: one row per policy, mean ± 95% CI half-width per column."""
+    headers = ["policy", *(header for header, _ in COLUMNS.values()), "travel / nearest frontier"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for name, summary in summaries.items():
+        cells = [f"{summary[key][0]:.{d}f} ± {summary[key][1]:.{d}f}" for key, (_, d) in COLUMNS.items()]
+        lines.append(f"| {name} | " + " | ".join([*cells, format_ratio(name, ratios.get(name))]) + " |")
+    lines.append("(mean ± 95% CI half-width, Student's t; steps and travel over completed episodes)")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

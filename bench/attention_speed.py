@@ -21,7 +21,7 @@ SIZES = {"default": dict(embed_dim=64, n_heads=4, n_layers=3, ff_dim=256),
          "reference": dict(embed_dim=128, n_heads=8, n_layers=6, ff_dim=512)}
 
 
-def make_batch(B: int, N: int, K: int, device: str) -> dict[str, torch.Tensor]:
+def make_batch(B: int, N: int, K: int) -> dict[str, torch.Tensor]:
     """A batch of graphs with every node real and K neighbour slots, like a full observation."""
     neighbors, node_mask = random_graph(B, N, K, seed=0, n_real=[N] * B)
     return {
@@ -63,7 +63,7 @@ def main() -> None:
           + "   speed-up vs reference")
     for size_name, sizes in SIZES.items():
         for N in args.nodes:
-            batch = {k: v.to(device) for k, v in make_batch(args.batch, N, args.neighbors, device).items()}
+            batch = {k: v.to(device) for k, v in make_batch(args.batch, N, args.neighbors).items()}
             for train in (False, True):
                 ms = {}
                 for impl in ATTENTION_IMPLS:

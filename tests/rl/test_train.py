@@ -109,3 +109,12 @@ def test_bad_env_kwargs_are_a_config_error_naming_the_key(tmp_path):
 def test_cli_reports_config_errors_without_a_traceback(capsys):
     assert train.main(["--config", str(SMOKE), "model.n_head=2"]) == 2
     assert "unknown key 'model.n_head'" in capsys.readouterr().err
+
+
+def test_evaluate_runs_one_baseline_alone_and_refuses_agent_without_checkpoint(capsys):
+    assert evaluate.main(["--policy", "nearest_frontier", "--episodes", "2", "--config", str(SMOKE)]) == 0
+    table = capsys.readouterr().out
+    assert "| nearest_frontier |" in table and "| random |" not in table
+    with pytest.raises(SystemExit):
+        evaluate.main(["--policy", "agent", "--episodes", "2"])
+    assert "--policy agent needs --checkpoint" in capsys.readouterr().err
