@@ -17,7 +17,7 @@ from encoder.attention import ATTENTION_IMPLS
 from policy import PolicyNet
 from bench.synthetic import random_graph
 
-SIZES = {"default": dict(embed_dim=64, n_heads=4, n_layers=3, ff_dim=256),
+SIZES = {"small": dict(embed_dim=64, n_heads=4, n_layers=3, ff_dim=256),
          "reference": dict(embed_dim=128, n_heads=8, n_layers=6, ff_dim=512)}
 
 
