@@ -24,6 +24,7 @@ from PIL import Image
 
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
+from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         policy, config = load_policy(args.checkpoint)
     except FileNotFoundError as error:
         parser.error(str(error))
-    env = gym.make(config.env.id, render_mode="rgb_array", **config.env.kwargs)
+    env = make_env(config.env, render_mode="rgb_array")
     steps = record_episode(policy, env, eval_episode_seed(args.seed, 0))
     env.close()
     at = len(steps) // 3 if args.at is None else args.at

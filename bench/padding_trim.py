@@ -10,21 +10,20 @@ nodes: the cost of the code before trimming. Prints milliseconds per forward + b
 from __future__ import annotations
 
 import argparse
-import time
 
-import gymnasium as gym
 import numpy as np
 import torch
 
-import env as _register_env_ids  # noqa: F401
-from config import load_config
+from bench.attention_speed import time_step
+from config import EnvConfig, load_config
 from env.baselines import nearest_frontier
 from policy import PolicyNet
+from rl.envs import make_env
 
 
-def collect(batch: int, env_kwargs: dict) -> dict[str, np.ndarray]:
+def collect(batch: int, env_config: EnvConfig) -> dict[str, np.ndarray]:
     """``batch`` observations from consecutive nearest-frontier episodes."""
-    env = gym.make("GridExplore-v0", **env_kwargs)
+    env = make_env(env_config)
     observations, seed = [], 0
     while len(observations) < batch:
         obs, _ = env.reset(seed=seed)
@@ -37,23 +36,13 @@ def collect(batch: int, env_kwargs: dict) -> dict[str, np.ndarray]:
     return {key: np.stack([o[key] for o in observations]) for key in observations[0]}
 
 
-def time_pass(policy: PolicyNet, obs: dict, repeats: int) -> float:
-    times = []
-    for _ in range(repeats + 2):
-        start = time.perf_counter()
-        logits, value = policy(obs)
-        (logits.logsumexp(-1).sum() + value.sum()).backward()
-        times.append(time.perf_counter() - start)
-    return 1e3 * sorted(times[2:])[repeats // 2]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     config = load_config("configs/default.yaml")
-    obs = collect(args.batch, config.env.kwargs)
+    obs = collect(args.batch, config.env)
     untrimmed = {key: value.copy() for key, value in obs.items()}
     untrimmed["node_mask"][0, -1] = 1
     real = obs["node_mask"].sum(1)
@@ -62,7 +51,8 @@ def main() -> None:
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     for _ in range(2):  # alternate, so drift on a shared machine hits both alike
-        trimmed_ms, untrimmed_ms = time_pass(policy, obs, args.repeats), time_pass(policy, untrimmed, args.repeats)
+        trimmed_ms = 1e3 * time_step(policy, obs, args.repeats, train=True)
+        untrimmed_ms = 1e3 * time_step(policy, untrimmed, args.repeats, train=True)
         print(f"fwd+bwd  trimmed {trimmed_ms:7.1f} ms   untrimmed {untrimmed_ms:7.1f} ms   speed-up x{untrimmed_ms / trimmed_ms:.2f}")
 
 

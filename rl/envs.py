@@ -44,6 +44,11 @@ class SeededEpisodes(gym.Wrapper):
         return obs
 
 
+def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
+    """One environment as ``config`` describes it (id and keyword overrides)."""
+    return gym.make(config.id, render_mode=render_mode, **config.kwargs)
+
+
 def make_envs(config: EnvConfig, run_seed: int) -> gym.vector.VectorEnv:
     """``config.num_envs`` seeded envs in a Sync or Async vector env with same-step autoreset.
 
@@ -52,12 +57,12 @@ def make_envs(config: EnvConfig, run_seed: int) -> gym.vector.VectorEnv:
     """
     try:
         gym.spec(config.id)
-        gym.make(config.id, **config.kwargs).close()  # fail here, naming the bad key, not in a worker
+        make_env(config).close()  # fail here, naming the bad key, not in a worker
     except (gym.error.Error, ValueError, TypeError) as error:
         raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
 
     def make_one(index: int):
-        return lambda: SeededEpisodes(gym.make(config.id, **config.kwargs), run_seed, index)
+        return lambda: SeededEpisodes(make_env(config), run_seed, index)
 
     vector_cls = SyncVectorEnv if config.vector == "sync" else AsyncVectorEnv
     return vector_cls([make_one(i) for i in range(config.num_envs)], autoreset_mode=AutoresetMode.SAME_STEP)

@@ -11,11 +11,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import Config, EnvConfig, load_config
 from env.rendering import save_gif
 from policy import PolicyNet
 from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.envs import make_env
 from rl.seeding import eval_episode_seed
 
 Actor = Callable[[dict, gym.Env], int]
@@ -76,7 +76,7 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
 
     With ``gif``, the first actor's first episode is saved there.
     """
-    env = gym.make(env_config.id, render_mode="rgb_array" if gif else None, **env_config.kwargs)
+    env = make_env(env_config, render_mode="rgb_array" if gif else None)
     seeds = [eval_episode_seed(seed, i) for i in range(episodes)]
     results: dict[str, list[EpisodeResult]] = {}
     first = next(iter(actors))

@@ -48,13 +48,16 @@ def run_name(overrides: tuple[str, ...], seed: int) -> str:
     return re.sub(r"[^A-Za-z0-9._=,-]", "_", ",".join(overrides)) + f"_seed{seed}"
 
 
-def scalar_series(run_dir: Path, tag: str) -> tuple[list[int], list[float]]:
+def scalar_series(run_dir: Path, *tags: str) -> dict[str, tuple[list[int], list[float]]]:
+    """(steps, values) of each scalar ``tag`` in the run's events (empty lists for a missing tag)."""
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     events.Reload()
-    if tag not in events.Tags()["scalars"]:
-        return [], []
-    points = events.Scalars(tag)
-    return [p.step for p in points], [p.value for p in points]
+    present = set(events.Tags()["scalars"])
+    series = {}
+    for tag in tags:
+        points = events.Scalars(tag) if tag in present else []
+        series[tag] = ([p.step for p in points], [p.value for p in points])
+    return series
 
 
 def run_one(spec: RunSpec) -> dict:
@@ -74,9 +77,10 @@ def run_one(spec: RunSpec) -> dict:
     episodes = evaluate_actors(actors, trainer.config.env, spec.episodes, spec.eval_seed, progress=False)
     agent = summarise(episodes["agent"])
     ratio, _, _ = travel_ratio(episodes["agent"], episodes["nearest_frontier"])
-    steps, returns = scalar_series(run_dir, "charts/episodic_return")
-    coverage_steps, coverage = scalar_series(run_dir, "charts/coverage")
-    _, sps = scalar_series(run_dir, "charts/SPS")
+    series = scalar_series(run_dir, "charts/episodic_return", "charts/coverage", "charts/SPS")
+    steps, returns = series["charts/episodic_return"]
+    coverage_steps, coverage = series["charts/coverage"]
+    _, sps = series["charts/SPS"]
     result = {
         "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir),
         "parameters": sum(p.numel() for p in trainer.policy.parameters()),

@@ -16,7 +16,7 @@ from config import Config, load_config, save_config
 from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint, save_checkpoint
-from rl.envs import make_envs, restore_envs
+from rl.envs import make_env, make_envs, restore_envs
 from rl.evaluation import greedy_actor, run_episode
 from rl.gae import compute_gae
 from rl.ppo import masked_policy, ppo_update
@@ -212,7 +212,7 @@ class Trainer:
 
     def _log_images(self, writer: SummaryWriter) -> None:
         """A greedy episode on a held-out map, and the attention of its last state."""
-        env = gym.make(self.config.env.id, render_mode="rgb_array", **self.config.env.kwargs)
+        env = make_env(self.config.env, render_mode="rgb_array")
         self.policy.eval()
         actor, seen = greedy_actor(self.policy), []
 
