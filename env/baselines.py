@@ -5,7 +5,6 @@ Each is a callable ``policy(obs, env) -> slot``; ``env`` is the unwrapped
 """
 from __future__ import annotations
 
-import heapq
 from typing import Callable
 
 import numpy as np
@@ -22,40 +21,15 @@ def random_valid(obs: dict, env: GridExploreEnv) -> int:
     return int(valid[env.np_random.integers(len(valid))])
 
 
-def _shortest_path_tree(obs: dict, env: GridExploreEnv) -> tuple[dict[int, float], dict[int, int]]:
-    """Dijkstra over the graph's edges (lengths in cells) from the robot's node."""
-    neighbors = obs[NEIGHBORS]
-    lengths = [env.graph.slot_length(slot) for slot in range(neighbors.shape[1])]
-    source = int(obs[CURRENT_INDEX])
-    dist, parent = {source: 0.0}, {source: source}
-    heap = [(0.0, source)]
-    while heap:
-        d, node = heapq.heappop(heap)
-        if d > dist[node]:
-            continue
-        for slot in range(1, neighbors.shape[1]):
-            nxt = int(neighbors[node, slot])
-            if nxt >= 0 and d + lengths[slot] < dist.get(nxt, np.inf):
-                dist[nxt], parent[nxt] = d + lengths[slot], node
-                heapq.heappush(heap, (dist[nxt], nxt))
-    return dist, parent
-
-
 def _slot_towards(obs: dict, node: int) -> int:
     return int(np.flatnonzero(obs[NEIGHBORS][int(obs[CURRENT_INDEX])] == node)[0])
 
 
 def nearest_frontier(obs: dict, env: GridExploreEnv) -> int:
-    """First hop of the shortest graph path to the nearest node with utility > 0 (stay if none)."""
-    dist, parent = _shortest_path_tree(obs, env)
-    useful = [(d, node) for node, d in dist.items() if env.graph.utility[node] > 0]
-    if not useful:
-        return 0
-    _, node = min(useful)
-    source = int(obs[CURRENT_INDEX])
-    while parent[node] != source:
-        node = parent[node]
-    return _slot_towards(obs, node)
+    """First hop of the shortest graph path to the nearest node with utility > 0 (stay if none):
+    the first node of the observation's guidepost."""
+    path = env.graph.guidepost(int(obs[CURRENT_INDEX]))
+    return _slot_towards(obs, path[0]) if path else 0
 
 
 def greedy(obs: dict, env: GridExploreEnv) -> int:

@@ -10,8 +10,13 @@ valid: edges, nodes and indices only grow.
 
 Per-node utility (the reference's "observable frontiers") counts the frontier cells within
 ``utility_range`` whose sight line from the node runs over known-free cells only.
+
+The guidepost (large-scale-DRL-exploration's name) is the shortest graph path from the robot's
+node to the nearest node with utility: the route a nearest-frontier planner would take.
 """
 from __future__ import annotations
+
+import heapq
 
 import numpy as np
 
@@ -151,6 +156,38 @@ class ViewpointGraph:
         targets = self.node_of_lattice[self.lattice_neighbor[lattice]]
         table[:n, 1 : 1 + self.segment.shape[0]] = np.where(self.edge_valid[lattice], targets, -1)
         return table
+
+    def guidepost(self, source: int) -> list[int]:
+        """The nodes of the shortest path from ``source`` to the nearest node with utility, in
+        travel order, ``source`` excluded; ties go to the lower node index. Empty when no node
+        has utility or ``source`` itself has some.
+
+        Dijkstra over the edges (hop lengths in cells) that stops at the first node with utility
+        it settles: with positive lengths, that one is the nearest. Plain Python lists, because
+        this runs on every step and the graph is small (numpy scalar indexing would triple it).
+        """
+        n = self.n_nodes
+        lattice = self.lattice_of_node[:n]
+        targets = np.where(self.edge_valid[lattice], self.node_of_lattice[self.lattice_neighbor[lattice]], -1).tolist()
+        useful, lengths = (self.utility[:n] > 0).tolist(), self.step_length.tolist()
+        distance, parent = [float("inf")] * n, [-1] * n
+        distance[source] = 0.0
+        heap = [(0.0, source)]
+        while heap:
+            d, node = heapq.heappop(heap)
+            if d > distance[node]:
+                continue
+            if useful[node]:
+                path = []
+                while node != source:
+                    path.append(node)
+                    node = parent[node]
+                return path[::-1]
+            for step, nxt in enumerate(targets[node]):
+                if nxt >= 0 and d + lengths[step] < distance[nxt]:
+                    distance[nxt], parent[nxt] = d + lengths[step], node
+                    heapq.heappush(heap, (distance[nxt], nxt))
+        return []
 
     def positions(self) -> np.ndarray:
         """[n_nodes, 2] (row, col) of every node."""

@@ -38,8 +38,9 @@ class GridExploreEnv(gym.Env):
         ``info["invalid_action"]`` is True; with ``strict_actions=True`` it raises ValueError.
 
     Observation:
-        A dict laid out in :mod:`env.observation`: ``node_features`` [N_max, 4] (position relative
-        to the robot / map side, utility / (2 pi utility_range) clipped to 1, visited flag),
+        A dict laid out in :mod:`env.observation`: ``node_features`` [N_max, 5] (position relative
+        to the robot / map side, utility / (2 pi utility_range) clipped to 1, visited flag,
+        guidepost flag: on the shortest path to the nearest node with utility),
         ``node_mask`` [N_max], ``neighbors`` [N_max, K], ``current_index``, ``action_mask`` [K].
 
     Rewards:
@@ -172,6 +173,7 @@ class GridExploreEnv(gym.Env):
         features[:n, :2] = self._node_xy - self._node_xy[self.robot_node]
         features[:n, 2] = self._utility_feature
         features[:n, 3] = graph.visited[:n]
+        features[graph.guidepost(self.robot_node), 4] = 1.0
         neighbors = self._neighbors.copy()
         return {
             NODE_FEATURES: features,

@@ -12,6 +12,7 @@ import torch
 from tqdm import tqdm
 
 from config import Config, EnvConfig, load_config
+from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from policy import PolicyNet
 from rl.checkpoint import latest_checkpoint, load_checkpoint
@@ -40,7 +41,11 @@ def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
         raise FileNotFoundError(f"no checkpoint at {checkpoint} (expected a run folder or a checkpoint_*.pt file)")
     config = load_config(path.parent / "config.yaml")
     policy = PolicyNet(config.model)
-    policy.load_state_dict(load_checkpoint(path)["model"])
+    try:
+        policy.load_state_dict(load_checkpoint(path)["model"])
+    except RuntimeError as error:  # e.g. a checkpoint from before a node feature was added
+        raise ValueError(f"{path} does not fit this version's PolicyNet (node features: "
+                         f"{', '.join(NODE_FEATURE_NAMES)}); retrain it. {error}") from error
     return policy.eval(), config
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import env as env_package
 from env.grid_explore import GridExploreEnv
 from env.maps import MAP_FAMILIES
-from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURES, NODE_MASK
+from env.observation import ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES, NODE_MASK
 from env.reward import COMPLETION_BONUS, INVALID_ACTION_PENALTY, step_reward
 
 ENV_IDS = sorted(env_package.ENV_IDS)
@@ -51,7 +51,7 @@ def test_make_accepts_keyword_overrides():
     env = gym.make("GridExplore-Caves-v0", map_size=24, sensor_range=4, utility_range=3,
                    node_spacing=3, k=5, n_max=90, max_steps=7)
     obs, _ = env.reset(seed=0)
-    assert obs[NODE_FEATURES].shape == (90, 4) and obs[NEIGHBORS].shape == (90, 5)
+    assert obs[NODE_FEATURES].shape == (90, N_NODE_FEATURES) and obs[NEIGHBORS].shape == (90, 5)
     assert env.action_space.n == 5 and env.unwrapped.map_family == "caves"
     for step in range(7):
         obs, _, terminated, truncated, _ = env.step(0)
@@ -153,7 +153,7 @@ def test_vector_envs_stack_the_dict_observation(vector_cls):
     envs = vector_cls([lambda: gym.make("GridExplore-v0", map_size=20, max_steps=15)] * 2)
     try:
         obs, _ = envs.reset(seed=[1, 2])
-        assert obs[NODE_FEATURES].shape == (2, envs.single_observation_space[NODE_FEATURES].shape[0], 4)
+        assert obs[NODE_FEATURES].shape == (2, envs.single_observation_space[NODE_FEATURES].shape[0], N_NODE_FEATURES)
         for _ in range(20):  # crosses an autoreset
             actions = np.array([int(np.flatnonzero(m)[-1]) for m in obs[ACTION_MASK]])
             obs, rewards, terminated, truncated, infos = envs.step(actions)

@@ -1,4 +1,5 @@
 """End-to-end training on configs/smoke.yaml: outputs, tags, resumption, failure handling."""
+import json
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ import evaluate
 import train
 from config import ConfigError, load_config
 from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.evaluation import load_policy
 from rl.ppo import NonFiniteLossError
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
 from rl.trainer import Trainer
@@ -50,7 +52,19 @@ def test_evaluate_runs_on_the_trained_checkpoint(smoke_run, tmp_path, capsys):
     table = capsys.readouterr().out
     for name in ("agent", "random", "nearest_frontier", "greedy"):
         assert f"| {name} |" in table
-    assert (tmp_path / "ep.gif").stat().st_size > 0 and out.exists()
+    assert "| travel / nearest frontier | travel / greedy |" in table
+    assert (tmp_path / "ep.gif").stat().st_size > 0
+    report = json.loads(out.read_text())
+    episodes = report["per_episode"]
+    assert {name: len(results) for name, results in episodes.items()} == dict.fromkeys(episodes, 2)
+    # The per-map ratio to greedy, recomputed by hand from the per-episode records.
+    pairs = [(a["travel_distance"], g["travel_distance"]) for a, g in zip(episodes["agent"], episodes["greedy"])
+             if a["success"] and g["success"]]
+    if pairs:
+        assert report["travel_ratio_to_greedy"]["agent"][0] == pytest.approx(sum(a / g for a, g in pairs) / len(pairs))
+    assert report["travel_ratio_to_greedy"]["agent"][2] == len(pairs)
+    assert report["summaries"]["greedy"]["success_rate"][0] == pytest.approx(
+        sum(e["success"] for e in episodes["greedy"]) / 2)
 
 
 def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
@@ -118,3 +132,13 @@ def test_evaluate_runs_one_baseline_alone_and_refuses_agent_without_checkpoint(c
     with pytest.raises(SystemExit):
         evaluate.main(["--policy", "agent", "--episodes", "2"])
     assert "--policy agent needs --checkpoint" in capsys.readouterr().err
+
+
+def test_a_checkpoint_from_another_observation_layout_is_refused_clearly(smoke_run, tmp_path):
+    state = load_checkpoint(latest_checkpoint(smoke_run))
+    weight = state["model"]["actor_trunk.initial_embedding.weight"]
+    state["model"]["actor_trunk.initial_embedding.weight"] = weight[:, :-1]  # one node feature fewer
+    (tmp_path / "config.yaml").write_bytes((smoke_run / "config.yaml").read_bytes())
+    torch.save(state, tmp_path / "checkpoint_000001.pt")
+    with pytest.raises(ValueError, match="guidepost.*retrain"):
+        load_policy(tmp_path)
