@@ -20,6 +20,7 @@ COLORS = {
     "frontier": (255, 150, 30),
     "edge": (150, 170, 210),
     "path": (40, 90, 220),
+    "guidepost": (245, 200, 0),
     "robot": (220, 30, 40),
     "sensor": (220, 30, 40),
     "no_utility": (120, 120, 130),
@@ -36,7 +37,8 @@ def render_frame(env) -> np.ndarray:
 
     Ground truth faded under the belief, frontier cells in orange, edges in light blue, nodes as
     squares (grey without utility, green to magenta with more; outlined when visited), the path
-    travelled in blue and the robot as a red disc with its sensor range.
+    travelled in blue, the guidepost (the observation's shortest route to the nearest node with
+    utility) in yellow, and the robot as a red disc with its sensor range.
     """
     pad, graph = env.pad, env.graph
     belief = env.belief[pad:-pad, pad:-pad]
@@ -61,6 +63,9 @@ def render_frame(env) -> np.ndarray:
                 draw.line([centre(positions[node]), centre(positions[other])], fill=COLORS["edge"], width=1)
     if len(env.path) > 1:
         draw.line([centre(rc) for rc in env.path], fill=COLORS["path"], width=2)
+    guidepost = [env.robot_node, *graph.guidepost(env.robot_node)]
+    if len(guidepost) > 1:
+        draw.line([centre(positions[node]) for node in guidepost], fill=COLORS["guidepost"], width=2)
     top = max(1, int(graph.utility[: graph.n_nodes].max(initial=1)))
     half = CELL_PX * 0.45
     for node, rc in enumerate(positions):

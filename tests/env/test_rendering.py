@@ -30,3 +30,19 @@ def test_render_without_mode_returns_none():
     env.reset(seed=0)
     with pytest.warns(UserWarning, match="render_mode"):
         assert env.render() is None
+
+
+def _has_color(frame: np.ndarray, color) -> bool:
+    return bool((frame == np.array(color, dtype=np.uint8)).all(axis=-1).any())
+
+
+def test_the_guidepost_is_drawn_while_something_is_left_and_not_after():
+    env = GridExploreEnv(map_family="rooms", map_size=24, render_mode="rgb_array")
+    obs, _ = env.reset(seed=0)
+    seen = []
+    terminated = False
+    while not terminated:
+        seen.append((bool(env.graph.guidepost(env.robot_node)), _has_color(env.render(), COLORS["guidepost"])))
+        obs, _, terminated, _, _ = env.step(nearest_frontier(obs, env))
+    assert all(drawn == exists for exists, drawn in seen) and any(drawn for _, drawn in seen)
+    assert not _has_color(env.render(), COLORS["guidepost"])

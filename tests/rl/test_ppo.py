@@ -3,6 +3,7 @@ import torch
 
 from bench.synthetic import random_graph
 from config import ModelConfig, PPOConfig
+from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.ppo import explained_variance, masked_policy, ppo_update
@@ -29,7 +30,7 @@ def synthetic_rollout(T=8, E=4, N=10, K=4):
     rollout = Rollout(T, E)
     for t in range(T):
         neighbors, node_mask = random_graph(E, N, K, seed=t, n_real=[N] * E)
-        rollout.store_obs(t, {"node_features": torch.rand(E, N, 4), "node_mask": node_mask, "neighbors": neighbors,
+        rollout.store_obs(t, {"node_features": torch.rand(E, N, N_NODE_FEATURES), "node_mask": node_mask, "neighbors": neighbors,
                               "current_index": torch.zeros(E, dtype=torch.long), "action_mask": neighbors[:, 0] >= 0})
     return rollout
 
