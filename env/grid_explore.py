@@ -165,6 +165,7 @@ class GridExploreEnv(gym.Env):
         self._node_mask = np.zeros(self.n_max, dtype=np.int8)
         self._node_mask[:n] = 1
         self._complete = not graph.utility.any()
+        self._guideposts: dict[int, list[int]] = {}  # per robot node, until the graph next changes
 
     # ----------------------------------------------------------------------------- outputs
     def _observation(self) -> dict[str, np.ndarray]:
@@ -173,7 +174,10 @@ class GridExploreEnv(gym.Env):
         features[:n, :2] = self._node_xy - self._node_xy[self.robot_node]
         features[:n, 2] = self._utility_feature
         features[:n, 3] = graph.visited[:n]
-        features[graph.guidepost(self.robot_node), 4] = 1.0
+        guidepost = self._guideposts.get(self.robot_node)
+        if guidepost is None:
+            guidepost = self._guideposts[self.robot_node] = graph.guidepost(self.robot_node)
+        features[guidepost, 4] = 1.0
         neighbors = self._neighbors.copy()
         return {
             NODE_FEATURES: features,
