@@ -28,7 +28,7 @@ def _slot_towards(obs: dict, node: int) -> int:
 def nearest_frontier(obs: dict, env: GridExploreEnv) -> int:
     """First hop of the shortest graph path to the nearest node with utility > 0 (stay if none):
     the first node of the observation's guidepost."""
-    path = env.graph.guidepost(int(obs[CURRENT_INDEX]))
+    path = env.guidepost()
     return _slot_towards(obs, path[0]) if path else 0
 
 

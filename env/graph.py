@@ -147,14 +147,17 @@ class ViewpointGraph:
         self.utility[:] = 0
         self.utility[: self.n_nodes] = np.bincount(node[clear], minlength=self.n_nodes)
 
+    def _step_neighbors(self) -> np.ndarray:
+        """[n_nodes, steps] the node one lattice step away in each direction, -1 where no edge."""
+        lattice = self.lattice_of_node[: self.n_nodes]
+        return np.where(self.edge_valid[lattice], self.node_of_lattice[self.lattice_neighbor[lattice]], -1)
+
     def neighbors(self) -> np.ndarray:
         """[n_max, K] int64 neighbour table: slot 0 = self, -1 = no edge / padding node."""
         table = np.full((self.n_max, self.k), -1, dtype=np.int64)
         n = self.n_nodes
         table[:n, 0] = np.arange(n)
-        lattice = self.lattice_of_node[:n]
-        targets = self.node_of_lattice[self.lattice_neighbor[lattice]]
-        table[:n, 1 : 1 + self.segment.shape[0]] = np.where(self.edge_valid[lattice], targets, -1)
+        table[:n, 1 : 1 + self.segment.shape[0]] = self._step_neighbors()
         return table
 
     def guidepost(self, source: int) -> list[int]:
@@ -167,8 +170,7 @@ class ViewpointGraph:
         this runs on every step and the graph is small (numpy scalar indexing would triple it).
         """
         n = self.n_nodes
-        lattice = self.lattice_of_node[:n]
-        targets = np.where(self.edge_valid[lattice], self.node_of_lattice[self.lattice_neighbor[lattice]], -1).tolist()
+        targets = self._step_neighbors().tolist()
         useful, lengths = (self.utility[:n] > 0).tolist(), self.step_length.tolist()
         distance, parent = [float("inf")] * n, [-1] * n
         distance[source] = 0.0

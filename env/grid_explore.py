@@ -174,10 +174,7 @@ class GridExploreEnv(gym.Env):
         features[:n, :2] = self._node_xy - self._node_xy[self.robot_node]
         features[:n, 2] = self._utility_feature
         features[:n, 3] = graph.visited[:n]
-        guidepost = self._guideposts.get(self.robot_node)
-        if guidepost is None:
-            guidepost = self._guideposts[self.robot_node] = graph.guidepost(self.robot_node)
-        features[guidepost, 4] = 1.0
+        features[self.guidepost(), 4] = 1.0
         neighbors = self._neighbors.copy()
         return {
             NODE_FEATURES: features,
@@ -186,6 +183,14 @@ class GridExploreEnv(gym.Env):
             CURRENT_INDEX: np.int64(self.robot_node),
             ACTION_MASK: self._action_mask(),
         }
+
+    def guidepost(self) -> list[int]:
+        """The robot's guidepost (``ViewpointGraph.guidepost`` from its node), kept per node until
+        the graph next changes: the observation, the renderer and the baselines share it."""
+        path = self._guideposts.get(self.robot_node)
+        if path is None:
+            path = self._guideposts[self.robot_node] = self.graph.guidepost(self.robot_node)
+        return path
 
     def _action_mask(self) -> np.ndarray:
         """1 for each slot the robot may take: an existing edge, and slot 0 (stay) only when

@@ -63,7 +63,7 @@ def render_frame(env) -> np.ndarray:
                 draw.line([centre(positions[node]), centre(positions[other])], fill=COLORS["edge"], width=1)
     if len(env.path) > 1:
         draw.line([centre(rc) for rc in env.path], fill=COLORS["path"], width=2)
-    guidepost = [env.robot_node, *graph.guidepost(env.robot_node)]
+    guidepost = [env.robot_node, *env.guidepost()]
     if len(guidepost) > 1:
         draw.line([centre(positions[node]) for node in guidepost], fill=COLORS["guidepost"], width=2)
     top = max(1, int(graph.utility[: graph.n_nodes].max(initial=1)))
