@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         policy, config = load_policy(args.checkpoint)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout
         parser.error(str(error))
     env = make_env(config.env, render_mode="rgb_array")
     steps = record_episode(policy, env, eval_episode_seed(args.seed, 0))

@@ -34,3 +34,20 @@ def smoke_run(tmp_path_factory):
     assert latest_checkpoint(run_dir).name == "checkpoint_000002.pt"
     assert train.main(["--resume", str(run_dir)]) == 0
     return run_dir
+
+
+@pytest.fixture
+def stale_checkpoint_run(smoke_run, tmp_path):
+    """A run folder whose checkpoint has one node feature fewer than the observation: the smoke
+    run's, as an older version of the observation layout would have saved it."""
+    import torch
+    from rl.checkpoint import latest_checkpoint, load_checkpoint
+
+    state = load_checkpoint(latest_checkpoint(smoke_run))
+    weight = state["model"]["actor_trunk.initial_embedding.weight"]
+    state["model"]["actor_trunk.initial_embedding.weight"] = weight[:, :-1]
+    run_dir = tmp_path / "stale"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_bytes((smoke_run / "config.yaml").read_bytes())
+    torch.save(state, run_dir / "checkpoint_000001.pt")
+    return run_dir

@@ -134,11 +134,6 @@ def test_evaluate_runs_one_baseline_alone_and_refuses_agent_without_checkpoint(c
     assert "--policy agent needs --checkpoint" in capsys.readouterr().err
 
 
-def test_a_checkpoint_from_another_observation_layout_is_refused_clearly(smoke_run, tmp_path):
-    state = load_checkpoint(latest_checkpoint(smoke_run))
-    weight = state["model"]["actor_trunk.initial_embedding.weight"]
-    state["model"]["actor_trunk.initial_embedding.weight"] = weight[:, :-1]  # one node feature fewer
-    (tmp_path / "config.yaml").write_bytes((smoke_run / "config.yaml").read_bytes())
-    torch.save(state, tmp_path / "checkpoint_000001.pt")
+def test_a_checkpoint_from_another_observation_layout_is_refused_clearly(stale_checkpoint_run):
     with pytest.raises(ValueError, match="guidepost.*retrain"):
-        load_policy(tmp_path)
+        load_policy(stale_checkpoint_run)

@@ -38,3 +38,9 @@ def test_bad_step_is_a_clear_error(smoke_run, tmp_path, capsys):
     with pytest.raises(SystemExit):
         visualize.main(["--checkpoint", str(smoke_run), "--out", str(tmp_path), "--at", "100000"])
     assert "--at 100000 is outside the episode's steps" in capsys.readouterr().err
+
+
+def test_a_checkpoint_from_another_observation_layout_is_a_usage_error(stale_checkpoint_run, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        visualize.main(["--checkpoint", str(stale_checkpoint_run), "--out", str(tmp_path / "out")])
+    assert "retrain" in capsys.readouterr().err
