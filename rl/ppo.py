@@ -6,6 +6,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from config import PPOConfig
+from env.observation import NODE_MASK
 from rl.buffer import Rollout
 
 
@@ -18,6 +19,20 @@ def masked_policy(logits: Tensor) -> Categorical:
     so masked actions have probability exactly 0, are never sampled, and add exactly 0 to the
     entropy: the entropy is over valid actions only."""
     return Categorical(logits=logits)
+
+
+def forward_in_size_buckets(policy: nn.Module, obs: dict[str, Tensor], buckets: int) -> tuple[Tensor, Tensor]:
+    """``policy(obs)`` as ``buckets`` calls on consecutive slices of a batch sorted by graph size.
+
+    ``PolicyNet`` trims each call's padding down to that call's largest graph, so in one call a
+    minibatch's early-episode observations pay attention over its largest late-episode graph;
+    sorted slices each pay for their own. Same outputs (logits [B,K], values [B]) up to float
+    rounding, and the gradients of a loss on them are those of one call (tested);
+    ``docs/performance.md`` has the speed-up.
+    """
+    buckets = min(buckets, len(next(iter(obs.values()))))  # no empty slices
+    parts = [policy(dict(zip(obs, values))) for values in zip(*(v.tensor_split(buckets) for v in obs.values()))]
+    return torch.cat([logits for logits, _ in parts]), torch.cat([values for _, values in parts])
 
 
 def explained_variance(predicted: Tensor, target: Tensor) -> float:
@@ -49,12 +64,14 @@ def ppo_update(
 
     old_logprobs, old_values, actions = flat(rollout.logprobs), flat(rollout.values), flat(rollout.actions)
     advantages, returns = flat(advantages), flat(returns)
+    graph_sizes = rollout.obs[NODE_MASK].flatten(0, 1).sum(-1)  # [T*E] real nodes per observation
     clipfracs: list[float] = []
     for _ in range(config.update_epochs):
         for index in torch.randperm(batch_size).split(minibatch_size):
+            index = index[graph_sizes[index].argsort(stable=True)]  # the same minibatch, smallest graph first
             obs = {key: value.to(device) for key, value in rollout.flat_obs(index).items()}
             index = index.to(device)
-            logits, new_values = policy(obs)
+            logits, new_values = forward_in_size_buckets(policy, obs, config.size_buckets)
             dist = masked_policy(logits)
             log_ratio = dist.log_prob(actions[index]) - old_logprobs[index]
             ratio = log_ratio.exp()

@@ -6,7 +6,7 @@ from config import ModelConfig, PPOConfig
 from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from rl.buffer import Rollout
-from rl.ppo import explained_variance, masked_policy, ppo_update
+from rl.ppo import explained_variance, forward_in_size_buckets, masked_policy, ppo_update
 
 
 def test_masked_actions_have_probability_zero_and_no_entropy_share():
@@ -26,10 +26,11 @@ def test_explained_variance_of_perfect_and_mean_predictions():
     assert abs(explained_variance(torch.full((3,), target.mean()), target)) < 1e-6
 
 
-def synthetic_rollout(T=8, E=4, N=10, K=4):
+def synthetic_rollout(T=8, E=4, N=10, K=4, full=True):
+    """Random graphs: all of N real nodes, or (``full=False``) a random number of them."""
     rollout = Rollout(T, E)
     for t in range(T):
-        neighbors, node_mask = random_graph(E, N, K, seed=t, n_real=[N] * E)
+        neighbors, node_mask = random_graph(E, N, K, seed=t, n_real=[N] * E if full else None)
         rollout.store_obs(t, {"node_features": torch.rand(E, N, N_NODE_FEATURES), "node_mask": node_mask, "neighbors": neighbors,
                               "current_index": torch.zeros(E, dtype=torch.long), "action_mask": neighbors[:, 0] >= 0})
     return rollout
@@ -55,3 +56,50 @@ def test_update_raises_the_probability_of_actions_with_positive_advantage():
     assert after.mean() > dist.probs[:, 0].mean() + 0.05
     assert set(stats) == {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"}
     assert stats["approx_kl"] > 0 and 0 <= stats["clipfrac"] <= 1
+
+
+def small_policy(seed=0):
+    torch.manual_seed(seed)
+    return PolicyNet(ModelConfig(embed_dim=16, n_heads=2, n_layers=2, ff_dim=32))
+
+
+def test_size_buckets_give_the_outputs_and_gradients_of_one_call():
+    rollout = synthetic_rollout(N=12, full=False)
+    obs = rollout.flat_obs(rollout.obs["node_mask"].flatten(0, 1).sum(-1).argsort())
+    sizes = obs["node_mask"].sum(-1)
+    assert sizes[0] < sizes[-1]  # the slices really trim to different sizes
+    gradients = []
+    for buckets in (1, 3, 64):  # 64 > the batch of 32: one observation per call
+        policy = small_policy()
+        logits, values = forward_in_size_buckets(policy, obs, buckets)
+        (logits.clamp(min=-1e4).logsumexp(-1).sum() + values.square().sum()).backward()
+        gradients.append(torch.cat([p.grad.flatten() for p in policy.parameters()]))
+        with torch.no_grad():
+            reference_logits, reference_values = small_policy()(obs)
+        torch.testing.assert_close(logits, reference_logits)
+        torch.testing.assert_close(values, reference_values)
+    for gradient in gradients[1:]:
+        torch.testing.assert_close(gradient, gradients[0], rtol=1e-4, atol=1e-6)
+
+
+def test_update_in_size_buckets_moves_the_weights_as_the_update_in_one_call():
+    rollout = synthetic_rollout(N=12, full=False)
+    obs = rollout.flat_obs(torch.arange(32))
+    with torch.no_grad():
+        logits, values = small_policy()(obs)
+        actions = masked_policy(logits).sample()
+    rollout.actions = actions.view(8, 4)
+    rollout.logprobs = masked_policy(logits).log_prob(actions).view(8, 4)
+    rollout.values = values.view(8, 4)
+    advantages = torch.randn(8, 4)
+    weights = []
+    for buckets in (1, 4):
+        policy = small_policy()
+        optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+        torch.manual_seed(1)  # the same minibatches
+        ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values,
+                   PPOConfig(num_minibatches=2, update_epochs=2, size_buckets=buckets), torch.device("cpu"), 0)
+        weights.append(torch.cat([p.detach().flatten() for p in policy.parameters()]))
+    moved = (weights[0] - torch.cat([p.detach().flatten() for p in small_policy().parameters()])).abs().max()
+    assert moved > 1e-4  # the update did something to compare
+    torch.testing.assert_close(weights[1], weights[0], rtol=1e-4, atol=1e-5)

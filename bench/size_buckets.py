@@ -1,0 +1,60 @@
+"""Benchmark: a PPO minibatch through PolicyNet in one call vs. in slices of similar graph size.
+
+    python -m bench.size_buckets [--batch 256] [--buckets 1 2 4 8] [--repeats 8]
+
+A minibatch of ``--batch`` observations drawn at random from 4x as many nearest-frontier steps on
+the default env (32x32 maps, N_max 64), so early, middle and late states mix as in a shuffled
+rollout. It is sorted by graph size, as ``rl.ppo.ppo_update`` does, and evaluated with
+``rl.ppo.forward_in_size_buckets``. Prints milliseconds per forward + backward (median of
+``--repeats``; rounds alternate, so drift on a shared machine hits every setting alike) and each
+setting's speed-up over one call.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from bench.padding_trim import collect
+from config import load_config
+from policy import PolicyNet
+from rl.ppo import forward_in_size_buckets
+
+
+def time_buckets(policy: PolicyNet, obs: dict, buckets: int, repeats: int) -> float:
+    """Median seconds of one forward + backward of the minibatch in ``buckets`` slices."""
+    times = []
+    for _ in range(repeats + 2):  # two warm-up passes
+        start = time.perf_counter()
+        logits, values = forward_in_size_buckets(policy, obs, buckets)
+        (logits.clamp(min=-1e4).logsumexp(-1).sum() + values.sum()).backward()
+        times.append(time.perf_counter() - start)
+    return sorted(times[2:])[repeats // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--buckets", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--repeats", type=int, default=8)
+    args = parser.parse_args()
+    config = load_config("configs/default.yaml")
+    pool = collect(4 * args.batch, config.env)
+    pick = np.random.default_rng(0).permutation(4 * args.batch)[: args.batch]
+    obs = {key: torch.as_tensor(value[pick]) for key, value in pool.items()}
+    order = obs["node_mask"].sum(-1).argsort(stable=True)
+    obs = {key: value[order] for key, value in obs.items()}
+    real = obs["node_mask"].sum(-1).float()
+    print(f"batch {args.batch}, N_max {obs['node_mask'].shape[1]}, real nodes per observation: "
+          f"median {real.median():.0f}, max {real.max():.0f}; torch threads {torch.get_num_threads()}")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    for _ in range(2):
+        ms = {b: 1e3 * time_buckets(policy, obs, b, args.repeats) for b in args.buckets}
+        print("   ".join(f"buckets {b}: {t:6.1f} ms (x{ms[args.buckets[0]] / t:.2f})" for b, t in ms.items()))
+
+
+if __name__ == "__main__":
+    main()
