@@ -85,7 +85,6 @@ class GridExploreEnv(gym.Env):
         # Outside the map is known wall: it never counts as news or as a frontier's unknown side.
         self.belief = np.full(occupied.shape, OCCUPIED, dtype=np.int8)
         self.belief[self.pad : -self.pad, self.pad : -self.pad] = UNKNOWN
-        self._belief = self.belief.ravel()
         start = self.grid_map.start
         self.reachable_free = int(reachable_mask(self.grid_map.occupied, start).sum())
         self.graph = ViewpointGraph(height=self.height, width=self.width, pad=self.pad, start=start,
@@ -148,7 +147,7 @@ class GridExploreEnv(gym.Env):
         return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)
 
     def _reveal(self, observed: np.ndarray) -> int:
-        new = reveal(self._belief, self._truth, observed)
+        new = reveal(self.belief.ravel(), self._truth, observed)  # ravel: a view, written through
         self.known_free += int(np.count_nonzero(self._truth[new] == FREE))
         return int(new.size)
 
@@ -156,7 +155,7 @@ class GridExploreEnv(gym.Env):
         """Recompute frontier, graph and the belief-dependent parts of the observation."""
         self.frontier = frontier_mask(self.belief)
         graph = self.graph
-        graph.update(self._belief, self.frontier.ravel())
+        graph.update(self.belief.ravel(), self.frontier.ravel())
         n = graph.n_nodes
         self._neighbors = graph.neighbors()
         # Node positions as (rel_x, rel_y) scale, shifted by the robot's at each observation.
