@@ -32,6 +32,8 @@ class EpisodeResult:
     steps: int
     travel_distance: float
     episodic_return: float
+    map_family: str = ""
+    """The map's family (``rooms``, ``caves``, ...; ``file`` for your own map), for per-family breakdowns."""
 
 
 def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
@@ -71,7 +73,8 @@ def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tu
         if record:
             frames.append(env.render())
         if terminated or truncated:
-            result = EpisodeResult(bool(terminated), float(info["coverage"]), steps, float(info["travel_distance"]), total)
+            result = EpisodeResult(bool(terminated), float(info["coverage"]), steps, float(info["travel_distance"]), total,
+                                   str(info["map_family"]))
             return result, frames
 
 

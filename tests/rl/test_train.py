@@ -13,6 +13,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 import evaluate
 import train
 from config import ConfigError, load_config
+from env.maps import MAP_FAMILIES
 from rl.checkpoint import latest_checkpoint, load_checkpoint
 from rl.evaluation import load_policy
 from rl.ppo import NonFiniteLossError
@@ -65,6 +66,8 @@ def test_evaluate_runs_on_the_trained_checkpoint(smoke_run, tmp_path, capsys):
     assert report["travel_ratio_to_greedy"]["agent"][2] == len(pairs)
     assert report["summaries"]["greedy"]["success_rate"][0] == pytest.approx(
         sum(e["success"] for e in episodes["greedy"]) / 2)
+    families = [[e["map_family"] for e in results] for results in episodes.values()]
+    assert all(f == families[0] for f in families) and set(families[0]) <= set(MAP_FAMILIES)  # the same maps for all
 
 
 def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
