@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 import torch
 
 from config import ModelConfig
 from encoder.attention import ATTENTION_IMPLS
+from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from bench.synthetic import random_graph
 
@@ -25,7 +27,7 @@ def make_batch(B: int, N: int, K: int) -> dict[str, torch.Tensor]:
     """A batch of graphs with every node real and K neighbour slots, like a full observation."""
     neighbors, node_mask = random_graph(B, N, K, seed=0, n_real=[N] * B)
     return {
-        "node_features": torch.rand(B, N, 4),
+        "node_features": torch.rand(B, N, N_NODE_FEATURES),
         "node_mask": node_mask,
         "neighbors": neighbors,
         "current_index": torch.zeros(B, dtype=torch.long),
@@ -33,8 +35,10 @@ def make_batch(B: int, N: int, K: int) -> dict[str, torch.Tensor]:
     }
 
 
-def time_step(policy: PolicyNet, batch: dict, repeats: int, train: bool) -> float:
-    """Median seconds of one forward (+ backward when ``train``) pass."""
+def time_step(policy: Callable[[dict], tuple[torch.Tensor, torch.Tensor]], batch: dict, repeats: int,
+              train: bool) -> float:
+    """Median seconds of one forward (+ backward when ``train``) pass of ``policy(batch) -> (logits,
+    value)``: a ``PolicyNet``, or a function that runs one (``bench.size_buckets``)."""
     times = []
     for _ in range(repeats + 2):  # two warm-up passes
         start = time.perf_counter()

@@ -12,26 +12,16 @@ setting's speed-up over one call.
 from __future__ import annotations
 
 import argparse
-import time
+from functools import partial
 
 import numpy as np
 import torch
 
+from bench.attention_speed import time_step
 from bench.padding_trim import collect
 from config import load_config
 from policy import PolicyNet
 from rl.ppo import forward_in_size_buckets
-
-
-def time_buckets(policy: PolicyNet, obs: dict, buckets: int, repeats: int) -> float:
-    """Median seconds of one forward + backward of the minibatch in ``buckets`` slices."""
-    times = []
-    for _ in range(repeats + 2):  # two warm-up passes
-        start = time.perf_counter()
-        logits, values = forward_in_size_buckets(policy, obs, buckets)
-        (logits.clamp(min=-1e4).logsumexp(-1).sum() + values.sum()).backward()
-        times.append(time.perf_counter() - start)
-    return sorted(times[2:])[repeats // 2]
 
 
 def main() -> None:
@@ -52,7 +42,8 @@ def main() -> None:
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     for _ in range(2):
-        ms = {b: 1e3 * time_buckets(policy, obs, b, args.repeats) for b in args.buckets}
+        ms = {b: 1e3 * time_step(partial(forward_in_size_buckets, policy, buckets=b), obs, args.repeats, train=True)
+              for b in args.buckets}
         print("   ".join(f"buckets {b}: {t:6.1f} ms (x{ms[args.buckets[0]] / t:.2f})" for b, t in ms.items()))
 
 

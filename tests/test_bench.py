@@ -1,0 +1,19 @@
+"""Every benchmark runs end to end on tiny sizes (their figures live in docs/performance.md)."""
+import sys
+
+import pytest
+
+from bench import attention_speed, env_speed, headroom, padding_trim, size_buckets
+
+
+@pytest.mark.parametrize("module, argv, expected", [
+    (attention_speed, ["--batch", "2", "--nodes", "8", "--repeats", "1"], "sdpa x"),
+    (padding_trim, ["--batch", "4", "--repeats", "1"], "speed-up x"),
+    (size_buckets, ["--batch", "4", "--buckets", "1", "2", "--repeats", "1"], "buckets 2:"),
+    (headroom, ["--episodes", "2"], "travel oracle / greedy:"),
+    (env_speed, ["--seconds", "0.2"], "GridExplore-v0"),  # MiniGrid's line only where it is installed
+])
+def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
+    module.main()
+    assert expected in capsys.readouterr().out
