@@ -1,22 +1,29 @@
 """Evaluate a trained policy against the baselines on the same held-out maps.
 
     python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
-                       [--json results.json] [--gif episode.gif]
+                       [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
 
 ``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
-run's ``config.yaml`` beside it rebuilds the network and the environment. Held-out maps use odd
-seeds and training maps even ones (``rl/seeding.py``), so they never overlap.
+run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
+(repeatable) changes that environment for this evaluation only, e.g. larger maps
+(``map_size=48``), one family (``map_family=maze``) or your own map (``map_file=plan.png``); the
+keys are the fields of ``env.config.GridExploreConfig``. Held-out maps use odd seeds and training
+maps even ones (``rl/seeding.py``), so they never overlap.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from config import load_config
+from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
+from rl.envs import check_env_config
 from rl.evaluation import evaluate_actors, greedy_actor, load_policy, summarise, travel_ratio
 
 AGENT = "agent"
@@ -34,10 +41,15 @@ REFERENCES = ("nearest_frontier", "greedy")
 """Travel is compared per map with each of these, when it ran: the goal, and the bar to clear."""
 
 
+def format_mean_ci(mean: float, half: float, decimals: int) -> str:
+    """``mean ± half``; "n/a" when there was nothing to average (e.g. no completed episode)."""
+    return "n/a" if math.isnan(mean) else f"{mean:.{decimals}f} ± {half:.{decimals}f}"
+
+
 def format_ratio(name: str, reference: str, ratio: tuple[float, float, int] | None) -> str:
     if name == reference:
         return "1 (reference)"
-    return "n/a" if ratio is None else f"{ratio[0]:.3f} ± {ratio[1]:.3f} (n={ratio[2]})"
+    return "n/a" if ratio is None else f"{format_mean_ci(ratio[0], ratio[1], 3)} (n={ratio[2]})"
 
 
 def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
@@ -47,12 +59,23 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
                *(f"travel / {reference.replace('_', ' ')}" for reference in ratios)]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for name, summary in summaries.items():
-        cells = [f"{summary[key][0]:.{d}f} ± {summary[key][1]:.{d}f}" for key, (_, d) in COLUMNS.items()]
+        cells = [format_mean_ci(*summary[key], d) for key, (_, d) in COLUMNS.items()]
         cells += [format_ratio(name, reference, by_policy.get(name)) for reference, by_policy in ratios.items()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines.append("(mean ± 95% CI half-width, Student's t; steps and travel over completed episodes; "
                  "ratios per map, over the maps both policies completed)")
     return "\n".join(lines)
+
+
+def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
+    """``env`` with its keyword arguments changed by ``KEY=VALUE`` overrides (values parsed as
+    YAML); raises ``ConfigError`` naming a malformed override or a key or value the env refuses."""
+    kwargs = dict(env.kwargs)
+    for override in overrides:
+        apply_override(kwargs, override)
+    env = dataclasses.replace(env, kwargs=kwargs)
+    check_env_config(env)
+    return env
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0, help="selects the held-out maps")
     parser.add_argument("--policy", default="all", choices=["all", AGENT, *BASELINES])
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="change an environment setting for this evaluation, e.g. map_size=48 (repeatable)")
     parser.add_argument("--json", type=Path, help="write the summaries, ratios and every episode's result here")
     parser.add_argument("--gif", type=Path, help="save the first episode of the first policy as a GIF")
     args = parser.parse_args(argv)
@@ -79,17 +104,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--policy agent needs --checkpoint")
     else:
         config = load_config(args.config)
+    try:
+        env_config = with_env_overrides(config.env, args.env)
+    except ConfigError as error:
+        parser.error(f"--env: {error}")
     actors.update(BASELINES)
     if args.policy != "all":
         actors = {args.policy: actors[args.policy]}
 
-    results = evaluate_actors(actors, config.env, args.episodes, args.seed, gif=args.gif)
+    results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif)
     summaries = {name: summarise(r) for name, r in results.items()}
     ratios = {reference: {name: travel_ratio(r, results[reference]) for name, r in results.items() if name != reference}
               for reference in REFERENCES if reference in results}
     print(format_table(summaries, ratios))
     if args.json:
-        report = {"episodes": args.episodes, "seed": args.seed, "summaries": summaries,
+        report = {"episodes": args.episodes, "seed": args.seed, "env": asdict(env_config), "summaries": summaries,
                   **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
                   "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}
         args.json.write_text(json.dumps(report, indent=2))

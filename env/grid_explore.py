@@ -1,6 +1,7 @@
 """The exploration gridworld as a gymnasium env."""
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -101,6 +102,24 @@ class GridExploreEnv(gym.Env):
         new_cells = self._reveal(self._sensor.observe(self._occupied, start_flat))
         self._refresh()
         return self._observation(), self._info(new_cells, invalid=False)
+
+    def belief_world_copy(self) -> "GridExploreEnv":
+        """A deep copy in which the world is this env's belief, every unknown cell an obstacle:
+        what the robot knows and nothing more, so a planner may look ahead in it honestly.
+
+        Stepping the copy reveals only walls where this env has unknown cells, so its frontiers
+        close as the sensor passes them and its episode ends once every current frontier has been
+        looked at: its travel is the cost of clearing the frontiers the robot knows of. Its
+        ``coverage`` keeps counting the true map's free cells and is meaningless.
+        """
+        world = copy.deepcopy(self)
+        occupied = world.belief != FREE  # [H+2p, W+2p]: known walls, the padding, and the unknown
+        world._occupied = occupied.ravel()
+        world._truth = np.where(world._occupied, OCCUPIED, FREE).astype(np.int8)
+        world._sweeps = {}  # cached sweeps saw the true map
+        p = self.pad
+        world.grid_map = GridMap(occupied=occupied[p:-p, p:-p].copy(), start=self.grid_map.start)
+        return world
 
     def _draw_map(self) -> tuple[GridMap, str]:
         cfg, rng = self.config, self.np_random

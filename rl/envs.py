@@ -49,17 +49,23 @@ def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
     return gym.make(config.id, render_mode=render_mode, **config.kwargs)
 
 
+def check_env_config(config: EnvConfig) -> None:
+    """Build one env and close it, so that a bad id or keyword fails now, as a ``ConfigError``
+    naming it, rather than later in a worker or mid-evaluation."""
+    try:
+        gym.spec(config.id)
+        make_env(config).close()
+    except (gym.error.Error, ValueError, TypeError) as error:
+        raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
+
+
 def make_envs(config: EnvConfig, run_seed: int) -> gym.vector.VectorEnv:
     """``config.num_envs`` seeded envs in a Sync or Async vector env with same-step autoreset.
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
     returns the next episode's first observation at once, so no rollout step is wasted.
     """
-    try:
-        gym.spec(config.id)
-        make_env(config).close()  # fail here, naming the bad key, not in a worker
-    except (gym.error.Error, ValueError, TypeError) as error:
-        raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
+    check_env_config(config)
 
     def make_one(index: int):
         return lambda: SeededEpisodes(make_env(config), run_seed, index)

@@ -1,6 +1,7 @@
 """End-to-end training on configs/smoke.yaml: outputs, tags, resumption, failure handling."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import train
 from config import ConfigError, load_config
 from env.maps import MAP_FAMILIES
 from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.ppo import NonFiniteLossError
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
@@ -135,6 +137,22 @@ def test_evaluate_runs_one_baseline_alone_and_refuses_agent_without_checkpoint(c
     with pytest.raises(SystemExit):
         evaluate.main(["--policy", "agent", "--episodes", "2"])
     assert "--policy agent needs --checkpoint" in capsys.readouterr().err
+
+
+def test_evaluate_changes_the_environment_for_the_evaluation_only(smoke_run, tmp_path, capsys):
+    out = tmp_path / "eval.json"
+    assert evaluate.main(["--checkpoint", str(smoke_run), "--episodes", "1", "--policy", "agent",
+                          "--env", "map_size=20", "--env", "map_family=maze", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["env"]["kwargs"] == {"map_size": 20, "max_steps": 24, "map_family": "maze"}
+    assert load_config(smoke_run / "config.yaml").env.kwargs["map_size"] == 16  # the run itself is untouched
+    env = make_env(evaluate.with_env_overrides(smoke_config(tmp_path).env, ["map_size=20"]))
+    assert env.unwrapped.height == env.unwrapped.width == 20
+    for bad, message in (("map_sise=20", "unknown GridExplore parameter.*map_sise"),
+                         ("map_size=5", "map_size must be an int >= 12, got 5"),
+                         ("map_size", "must look like key=value")):
+        with pytest.raises(SystemExit):
+            evaluate.main(["--checkpoint", str(smoke_run), "--episodes", "1", "--env", bad])
+        assert re.search(message, capsys.readouterr().err), bad
 
 
 def test_a_checkpoint_from_another_observation_layout_is_refused_clearly(stale_checkpoint_run):
