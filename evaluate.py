@@ -13,12 +13,11 @@ maps even ones (``rl/seeding.py``), so they never overlap.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from config import ConfigError, EnvConfig, apply_override, load_config
@@ -73,7 +72,7 @@ def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
     kwargs = dict(env.kwargs)
     for override in overrides:
         apply_override(kwargs, override)
-    env = dataclasses.replace(env, kwargs=kwargs)
+    env = replace(env, kwargs=kwargs)
     check_env_config(env)
     return env
 

@@ -20,28 +20,32 @@ def binned(steps: list[int], values: list[float], edges: np.ndarray) -> np.ndarr
     return out
 
 
+CURVES = {  # curve -> (axis label, the range its values live in)
+    "coverage": ("coverage at episode end", (0.0, 1.0)),
+    "return": ("episodic return", (-np.inf, np.inf)),
+}
+
+
 def learning_curves(results: list[dict], total_steps: int, path: Path, bins: int = 20) -> None:
     """Coverage and return against env steps, one colour per setting: each seed as a thin line,
     the mean over seeds as a thick one, shaded ± 95% CI from 3 seeds on (with 2, Student's t makes
-    the band 12.7 standard deviations wide and the seeds themselves say more). Coverage's band is
-    kept inside [0, 1], where coverage lives."""
+    the band 12.7 standard deviations wide and the seeds themselves say more), kept inside the
+    range the curve's values live in (``CURVES``)."""
     edges = np.linspace(0, total_steps, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(by_setting(results)))),
                                      by_setting(results).items()):
-        for ax, curve in zip(axes, ("coverage", "return")):
+        for ax, (curve, (_, (lowest, highest))) in zip(axes, CURVES.items()):
             per_seed = np.array([binned(*r["curves"][curve], edges) for r in runs])  # [seeds, bins]
             stats = [mean_ci([v for v in column if v == v]) for column in per_seed.T]
             mean, half = np.array(stats).T
             ax.plot(centres, per_seed.T, color=colour, alpha=0.35, linewidth=0.8)
             ax.plot(centres, mean, color=colour, label=label, linewidth=2)
             if len(runs) >= 3:
-                low, high = mean - half, mean + half
-                if curve == "coverage":
-                    low, high = np.clip(low, 0, 1), np.clip(high, 0, 1)
-                ax.fill_between(centres, low, high, color=colour, alpha=0.2)
-    for ax, name in zip(axes, ("coverage at episode end", "episodic return")):
+                band = np.clip([mean - half, mean + half], lowest, highest)
+                ax.fill_between(centres, *band, color=colour, alpha=0.2)
+    for ax, (name, _) in zip(axes, CURVES.values()):
         ax.set_xlabel("environment steps")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)

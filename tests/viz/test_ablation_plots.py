@@ -1,0 +1,26 @@
+"""Learning-curve plots: a CI band only from 3 seeds on, kept inside the range of the values."""
+import numpy as np
+import pytest
+
+from viz import ablation_plots
+
+
+def run(label: str, coverage: list[float]) -> dict:
+    steps = [100, 200, 300, 400]
+    return {"label": label, "curves": {"coverage": (steps, coverage), "return": (steps, [-3.0, -1.0, 0.5, 2.0])}}
+
+
+@pytest.mark.parametrize("seeds, bands", [(2, 0), (3, 1)])
+def test_band_from_three_seeds_on_and_coverage_band_within_0_and_1(seeds, bands, tmp_path, monkeypatch):
+    figures = []
+    monkeypatch.setattr(ablation_plots.plt, "close", figures.append)
+    # Seeds far apart near coverage 1: an unclipped 95% band would reach well past 1 and below 0.
+    runs = [run("a", [c, c, c, c]) for c in (1.0, 0.2, 1.0)[:seeds]]
+    ablation_plots.learning_curves(runs, total_steps=400, path=tmp_path / "curves.png", bins=4)
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    coverage_axis, return_axis = figures[0].axes
+    assert len(coverage_axis.lines) == seeds + 1  # each seed, then the mean
+    assert len(coverage_axis.collections) == len(return_axis.collections) == bands
+    for band in coverage_axis.collections:
+        y = np.concatenate([path.vertices[:, 1] for path in band.get_paths()])
+        assert y.min() == 0.0 and y.max() == 1.0
