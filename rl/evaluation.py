@@ -138,9 +138,16 @@ def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]
     }
 
 
+def completed_travel_pairs(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResult]
+                           ) -> list[tuple[float, float]]:
+    """(ours, reference) travel distance per map, paired by index, over the maps both completed
+    (a map the start already saw whole, travel 0, is left out: it has no ratio)."""
+    return [(a.travel_distance, b.travel_distance) for a, b in zip(ours, reference)
+            if a.success and b.success and b.travel_distance > 0]
+
+
 def travel_ratio(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResult]) -> tuple[float, float, int]:
     """Mean (and 95% CI) of per-map travel-distance ratios ours / reference, over maps both completed."""
-    ratios = [a.travel_distance / b.travel_distance for a, b in zip(ours, reference)
-              if a.success and b.success and b.travel_distance > 0]
+    ratios = [a / b for a, b in completed_travel_pairs(ours, reference)]
     mean, half = mean_ci(ratios)
     return mean, half, len(ratios)

@@ -1,0 +1,113 @@
+"""Compare two ``evaluate.py --json`` reports map by map.
+
+    python compare.py NEW.json BASE.json [--policy agent] [--reference greedy ...]
+
+Both reports must cover the same held-out maps: the same ``--seed`` and the same environment
+settings (episode i's map depends on nothing else, so reports of different lengths are compared
+over the episodes both ran). Each policy of NEW is paired with each policy of BASE, episode by
+episode, over the maps both completed. The table gives the mean per-map travel ratio NEW / BASE
+(95% CI) and on how many of those maps NEW travelled less, more or the same.
+
+This is how a run evaluated alone (``evaluate.py --policy agent``) is set against the baselines
+of an earlier full report, or two runs against each other, without running anything again.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rl.evaluation import EpisodeResult, completed_travel_pairs, travel_ratio
+
+Report = dict[str, list[EpisodeResult]]
+"""A report's episodes: policy name -> one result per held-out map, in episode order."""
+
+
+def load_report(path: Path) -> tuple[dict, Report]:
+    """The report's header (seed and env settings) and its episodes; ``ValueError`` when ``path``
+    is not an ``evaluate.py --json`` report."""
+    try:
+        report = json.loads(path.read_text())
+        header = {"seed": report["seed"], "env": report["env"]}
+        episodes = {name: [EpisodeResult(**e) for e in results] for name, results in report["per_episode"].items()}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{path}: not an evaluate.py --json report ({type(error).__name__}: {error})") from error
+    return header, episodes
+
+
+def common_maps(new: tuple[dict, Report], base: tuple[dict, Report]) -> int:
+    """How many leading episodes the two reports share; ``ValueError`` naming what differs when
+    they were run on different maps."""
+    (new_header, new_episodes), (base_header, base_episodes) = new, base
+    if new_header["seed"] != base_header["seed"]:
+        raise ValueError(f"the reports were run on different maps: --seed {new_header['seed']} "
+                         f"against --seed {base_header['seed']}")
+    if new_header["env"] != base_header["env"]:
+        differ = sorted(key for key in new_header["env"].keys() | base_header["env"].keys()
+                        if new_header["env"].get(key) != base_header["env"].get(key))
+        raise ValueError(f"the reports were run with different environment settings: {differ} "
+                         f"({[new_header['env'].get(k) for k in differ]} against "
+                         f"{[base_header['env'].get(k) for k in differ]})")
+    n = min(len(results) for results in (*new_episodes.values(), *base_episodes.values()))
+    new_families = [e.map_family for e in next(iter(new_episodes.values()))[:n]]
+    base_families = [e.map_family for e in next(iter(base_episodes.values()))[:n]]
+    if new_families != base_families:
+        first = next(i for i, (a, b) in enumerate(zip(new_families, base_families)) if a != b)
+        raise ValueError(f"episode {first} is a {new_families[first]} map in one report and a "
+                         f"{base_families[first]} map in the other: not the same maps")
+    return n
+
+
+def comparison_row(ours: list[EpisodeResult], reference: list[EpisodeResult]) -> dict:
+    """The per-map travel ratio ours / reference (mean, 95% CI half-width, maps) and the counts
+    of maps on which ours travelled less, more, the same."""
+    pairs = completed_travel_pairs(ours, reference)
+    mean, half, n = travel_ratio(ours, reference)
+    return {"ratio": mean, "half": half, "maps": n, "shorter": sum(a < b for a, b in pairs),
+            "longer": sum(a > b for a, b in pairs), "equal": sum(a == b for a, b in pairs)}
+
+
+def format_comparison(rows: dict[tuple[str, str], dict]) -> str:
+    """A Markdown table, one row per (NEW policy, BASE policy) pair."""
+    lines = ["| new | base | travel new / base | shorter | longer | equal | maps |", "|---|---|---|---|---|---|---|"]
+    for (ours, reference), row in rows.items():
+        ratio = "n/a" if row["maps"] == 0 else f"{row['ratio']:.3f} ± {row['half']:.3f}"
+        lines.append(f"| {ours} | {reference} | {ratio} | {row['shorter']} | {row['longer']} | {row['equal']} "
+                     f"| {row['maps']} |")
+    lines.append("(per-map ratio, mean ± 95% CI half-width, Student's t, over the maps both completed)")
+    return "\n".join(lines)
+
+
+def pick(episodes: Report, names: list[str] | None, flag: str, path: Path) -> Report:
+    if not names:
+        return episodes
+    unknown = [name for name in names if name not in episodes]
+    if unknown:
+        raise ValueError(f"{flag}: {unknown} not in {path}; it has {sorted(episodes)}")
+    return {name: episodes[name] for name in names}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("new", type=Path, help="evaluate.py --json report whose policies are compared")
+    parser.add_argument("base", type=Path, help="evaluate.py --json report they are compared with")
+    parser.add_argument("--policy", nargs="+", help="policies of NEW to compare (default: all)")
+    parser.add_argument("--reference", nargs="+", help="policies of BASE to compare with (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        new, base = load_report(args.new), load_report(args.base)
+        n = common_maps(new, base)
+        ours = pick(new[1], args.policy, "--policy", args.new)
+        references = pick(base[1], args.reference, "--reference", args.base)
+    except ValueError as error:
+        parser.error(str(error))
+    rows = {(name, reference): comparison_row(results[:n], reference_results[:n])
+            for name, results in ours.items() for reference, reference_results in references.items()}
+    print(f"{n} shared held-out maps (--seed {new[0]['seed']})")
+    print(format_comparison(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

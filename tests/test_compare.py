@@ -1,0 +1,84 @@
+"""compare.py: two evaluate.py --json reports compared map by map."""
+import json
+import statistics
+
+import pytest
+
+import compare
+import evaluate
+
+ENV = {"id": "GridExplore-v0", "kwargs": {"map_size": 16}, "num_envs": 1, "vector": "sync"}
+
+
+def episode(success: bool, travel: float, family: str = "rooms") -> dict:
+    return {"success": success, "coverage": 1.0 if success else 0.5, "steps": 10, "travel_distance": travel,
+            "episodic_return": 0.0, "map_family": family}
+
+
+def write_report(path, per_episode: dict, seed: int = 0, env: dict = ENV):
+    path.write_text(json.dumps({"episodes": 4, "seed": seed, "env": env, "per_episode": per_episode}))
+    return path
+
+
+def run(capsys, *argv) -> str:
+    assert compare.main([str(a) for a in argv]) == 0
+    return capsys.readouterr().out
+
+
+def refused(capsys, *argv) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        compare.main([str(a) for a in argv])
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_ratio_and_counts_are_per_map_over_the_maps_both_completed(tmp_path, capsys):
+    new = write_report(tmp_path / "new.json", {"agent": [episode(True, 100), episode(True, 90), episode(False, 50),
+                                                         episode(True, 80), episode(True, 30)]})
+    base = write_report(tmp_path / "base.json", {"greedy": [episode(True, 100), episode(True, 100),
+                                                           episode(True, 60), episode(True, 40)]})
+    out = run(capsys, new, base).splitlines()
+    # Map 2 the agent did not complete, map 4 only the agent ran: ratios 100/100, 90/100, 80/40.
+    ratios = [1.0, 0.9, 2.0]
+    half = 4.303 * statistics.stdev(ratios) / 3**0.5  # Student's t, 2 degrees of freedom
+    assert out[0] == "4 shared held-out maps (--seed 0)"
+    assert out[3] == f"| agent | greedy | {statistics.mean(ratios):.3f} ± {half:.3f} | 1 | 1 | 1 | 3 |"
+
+
+def test_every_policy_of_new_meets_every_policy_of_base_unless_narrowed(tmp_path, capsys):
+    new = write_report(tmp_path / "new.json", {"a": [episode(True, 10)], "b": [episode(True, 20)]})
+    base = write_report(tmp_path / "base.json", {"c": [episode(True, 10)], "d": [episode(False, 5)]})
+    rows = [line.split(" | ")[:2] for line in run(capsys, new, base).splitlines()[3:-1]]
+    assert rows == [["| a", "c"], ["| a", "d"], ["| b", "c"], ["| b", "d"]]
+    assert run(capsys, new, base, "--policy", "b", "--reference", "d").splitlines()[3] == "| b | d | n/a | 0 | 0 | 0 | 0 |"
+    assert "--reference: ['e'] not in" in refused(capsys, new, base, "--reference", "e")
+    assert "it has ['c', 'd']" in refused(capsys, new, base, "--reference", "e")
+
+
+def test_reports_of_other_maps_are_refused_naming_what_differs(tmp_path, capsys):
+    new = write_report(tmp_path / "new.json", {"agent": [episode(True, 10), episode(True, 10, "maze")]})
+    other_seed = write_report(tmp_path / "seed1.json", {"greedy": [episode(True, 10)]}, seed=1)
+    assert "--seed 0 against --seed 1" in refused(capsys, new, other_seed)
+    other_env = write_report(tmp_path / "big.json", {"greedy": [episode(True, 10)]},
+                             env={**ENV, "kwargs": {"map_size": 48}})
+    assert "different environment settings: ['kwargs'] ([{'map_size': 16}] against [{'map_size': 48}])" in refused(
+        capsys, new, other_env)
+    other_family = write_report(tmp_path / "family.json", {"greedy": [episode(True, 10), episode(True, 10)]})
+    assert "episode 1 is a maze map in one report and a rooms map in the other" in refused(capsys, new, other_family)
+    not_a_report = tmp_path / "other.json"
+    not_a_report.write_text('{"summaries": {}}')
+    assert "not an evaluate.py --json report (KeyError" in refused(capsys, new, not_a_report)
+
+
+def test_two_evaluate_runs_pair_as_one_run_does(tmp_path, capsys):
+    """A policy evaluated alone, compared with another run's report, gives the ratio evaluate.py
+    computes when both run together: the reports share their maps."""
+    common = ["--episodes", "4", "--seed", "3", "--env", "map_size=16"]
+    assert evaluate.main([*common, "--policy", "greedy", "--json", str(tmp_path / "greedy.json")]) == 0
+    assert evaluate.main([*common, "--json", str(tmp_path / "all.json")]) == 0
+    together = json.loads((tmp_path / "all.json").read_text())["travel_ratio_to_nearest_frontier"]["greedy"]
+    capsys.readouterr()
+    row = run(capsys, tmp_path / "greedy.json", tmp_path / "all.json", "--reference", "nearest_frontier").splitlines()[3]
+    assert together[2] > 0
+    assert row.startswith(f"| greedy | nearest_frontier | {together[0]:.3f} ± {together[1]:.3f} |")
+    assert row.endswith(f"| {together[2]} |")
