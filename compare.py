@@ -16,42 +16,45 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rl.evaluation import EpisodeResult, completed_travel_pairs, travel_ratio
 
-Report = dict[str, list[EpisodeResult]]
-"""A report's episodes: policy name -> one result per held-out map, in episode order."""
+Episodes = dict[str, list[EpisodeResult]]
+"""Policy name -> one result per held-out map, in episode order."""
 
 
-def load_report(path: Path) -> tuple[dict, Report]:
-    """The report's header (seed and env settings) and its episodes; ``ValueError`` when ``path``
-    is not an ``evaluate.py --json`` report."""
+@dataclass
+class Report:
+    """What of an ``evaluate.py --json`` report a comparison needs."""
+    seed: int
+    env: dict
+    episodes: Episodes
+
+
+def load_report(path: Path) -> Report:
+    """The report at ``path``; ``ValueError`` when it is not an ``evaluate.py --json`` report."""
     try:
         report = json.loads(path.read_text())
-        header = {"seed": report["seed"], "env": report["env"]}
         episodes = {name: [EpisodeResult(**e) for e in results] for name, results in report["per_episode"].items()}
+        return Report(seed=report["seed"], env=report["env"], episodes=episodes)
     except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
         raise ValueError(f"{path}: not an evaluate.py --json report ({type(error).__name__}: {error})") from error
-    return header, episodes
 
 
-def common_maps(new: tuple[dict, Report], base: tuple[dict, Report]) -> int:
+def common_maps(new: Report, base: Report) -> int:
     """How many leading episodes the two reports share; ``ValueError`` naming what differs when
     they were run on different maps."""
-    (new_header, new_episodes), (base_header, base_episodes) = new, base
-    if new_header["seed"] != base_header["seed"]:
-        raise ValueError(f"the reports were run on different maps: --seed {new_header['seed']} "
-                         f"against --seed {base_header['seed']}")
-    if new_header["env"] != base_header["env"]:
-        differ = sorted(key for key in new_header["env"].keys() | base_header["env"].keys()
-                        if new_header["env"].get(key) != base_header["env"].get(key))
+    if new.seed != base.seed:
+        raise ValueError(f"the reports were run on different maps: --seed {new.seed} against --seed {base.seed}")
+    if new.env != base.env:
+        differ = sorted(key for key in new.env.keys() | base.env.keys() if new.env.get(key) != base.env.get(key))
         raise ValueError(f"the reports were run with different environment settings: {differ} "
-                         f"({[new_header['env'].get(k) for k in differ]} against "
-                         f"{[base_header['env'].get(k) for k in differ]})")
-    n = min(len(results) for results in (*new_episodes.values(), *base_episodes.values()))
-    new_families = [e.map_family for e in next(iter(new_episodes.values()))[:n]]
-    base_families = [e.map_family for e in next(iter(base_episodes.values()))[:n]]
+                         f"({[new.env.get(k) for k in differ]} against {[base.env.get(k) for k in differ]})")
+    n = min(len(results) for results in (*new.episodes.values(), *base.episodes.values()))
+    new_families = [e.map_family for e in next(iter(new.episodes.values()))[:n]]
+    base_families = [e.map_family for e in next(iter(base.episodes.values()))[:n]]
     if new_families != base_families:
         first = next(i for i, (a, b) in enumerate(zip(new_families, base_families)) if a != b)
         raise ValueError(f"episode {first} is a {new_families[first]} map in one report and a "
@@ -79,7 +82,7 @@ def format_comparison(rows: dict[tuple[str, str], dict]) -> str:
     return "\n".join(lines)
 
 
-def pick(episodes: Report, names: list[str] | None, flag: str, path: Path) -> Report:
+def pick(episodes: Episodes, names: list[str] | None, flag: str, path: Path) -> Episodes:
     if not names:
         return episodes
     unknown = [name for name in names if name not in episodes]
@@ -98,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         new, base = load_report(args.new), load_report(args.base)
         n = common_maps(new, base)
-        ours = pick(new[1], args.policy, "--policy", args.new)
-        references = pick(base[1], args.reference, "--reference", args.base)
+        ours = pick(new.episodes, args.policy, "--policy", args.new)
+        references = pick(base.episodes, args.reference, "--reference", args.base)
     except ValueError as error:
         parser.error(str(error))
     rows = {(name, reference): comparison_row(results[:n], reference_results[:n])
             for name, results in ours.items() for reference, reference_results in references.items()}
-    print(f"{n} shared held-out maps (--seed {new[0]['seed']})")
+    print(f"{n} shared held-out maps (--seed {new.seed})")
     print(format_comparison(rows))
     return 0
 
