@@ -5,7 +5,7 @@
 A lookahead tries every valid move in a copy of the env and plays greedy to the end of the episode
 from there; it takes the move whose finished episode travelled least. Two copies are compared:
 
-- ``oracle``: a plain ``copy.deepcopy``, which holds the true map. No policy can match it; it
+- ``oracle``: ``GridExploreEnv.lookahead_copy``, which holds the true map. No policy can match it; it
   shows how much shorter than greedy's a route can be on these maps, i.e. the room above greedy.
 - ``belief lookahead``: ``GridExploreEnv.belief_world_copy``, the robot's belief with every
   unknown cell a wall, so it knows what the agent knows and nothing more. Its rollouts price the
@@ -18,13 +18,13 @@ prints the per-map travel ratios.
 from __future__ import annotations
 
 import argparse
-import copy
 from collections.abc import Callable
 
 import numpy as np
 
 from config import load_config
 from env.baselines import Policy, greedy, nearest_frontier
+from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
 from rl.evaluation import evaluate_actors, travel_ratio
@@ -33,10 +33,10 @@ from rl.evaluation import evaluate_actors, travel_ratio
 def travel_after(world: GridExploreEnv, slot: int) -> float:
     """Travel at the end of the episode if the robot takes ``slot`` in ``world`` and then plays
     greedy; infinite if the step limit comes first. ``world`` itself is left as it was."""
-    world = copy.deepcopy(world)
+    world = world.lookahead_copy()
     obs, _, terminated, truncated, _ = world.step(slot)
-    while not (terminated or truncated):
-        obs, _, terminated, truncated, _ = world.step(greedy(obs, world))
+    if not (terminated or truncated):
+        _, _, terminated = play_greedy(world, obs, world.config.max_steps - world.steps)
     return world.travel_distance if terminated else float("inf")
 
 

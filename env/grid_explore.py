@@ -121,6 +121,16 @@ class GridExploreEnv(gym.Env):
         world.grid_map = GridMap(occupied=occupied[p:-p, p:-p].copy(), start=self.grid_map.start)
         return world
 
+    def lookahead_copy(self) -> "GridExploreEnv":
+        """An independent copy to play ahead in, sharing with this env what an episode never changes.
+
+        The map and the sensor sweeps cached per edge are shared (a sweep depends on the static
+        world only, so either env may fill the cache for both); belief, graph and robot are copied.
+        The copy holds the true map, so a planner that uses it knows what the robot does not.
+        """
+        static = (self.grid_map, self._occupied, self._truth, self._sweeps, self._sensor, self.config)
+        return copy.deepcopy(self, memo={id(part): part for part in static})
+
     def _draw_map(self) -> tuple[GridMap, str]:
         cfg, rng = self.config, self.np_random
         if self._file_map is not None:

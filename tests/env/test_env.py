@@ -60,10 +60,11 @@ def test_same_seed_same_episode_step_for_step(env_id):
             assert a == b
 
 
-def test_a_deep_copy_plays_the_same_episode_without_touching_the_original():
+@pytest.mark.parametrize("duplicate", [copy.deepcopy, GridExploreEnv.lookahead_copy])
+def test_a_copy_plays_the_same_episode_without_touching_the_original(duplicate):
     """What lookahead planners do: copy the env mid-episode and play the copy forward."""
     env, obs = mid_episode(max_steps=60)
-    twin = copy.deepcopy(env)
+    twin = duplicate(env)
     belief_before = env.belief.copy()
 
     def play(e, seed):
