@@ -88,6 +88,10 @@ class PPOConfig:
     """Discount factor."""
     gae_lambda: float = 0.95
     """GAE's lambda: 1 is Monte Carlo, 0 is one-step TD."""
+    gae_values: Literal["critic", "greedy_rollout"] = "critic"
+    """The state values GAE bootstraps from: the learned critic's, or ``greedy_rollout``, the return
+    of the greedy baseline played out from each state on the true map (``env/greedy_value.py``;
+    privileged: training only, the policy never sees it). The critic is trained either way."""
     num_minibatches: int = 4
     """Minibatches per epoch over the rollout."""
     update_epochs: int = 4

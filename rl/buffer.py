@@ -27,11 +27,16 @@ class Rollout:
     truncated: Tensor = field(init=False)
     final_values: Tensor = field(init=False)
     """V(final observation) at steps where the episode was truncated, 0 elsewhere."""
+    greedy_values: Tensor = field(init=False)
+    """W(s_t), greedy's return from the state on the true map, when the run uses it (else 0)."""
+    greedy_final_values: Tensor = field(init=False)
+    """W(final observation) at steps where the episode was truncated, 0 elsewhere."""
 
     def __post_init__(self) -> None:
         T, E = self.num_steps, self.num_envs
         self.actions = torch.zeros(T, E, dtype=torch.long)
-        self.logprobs, self.values, self.rewards, self.final_values = (torch.zeros(T, E) for _ in range(4))
+        (self.logprobs, self.values, self.rewards, self.final_values, self.greedy_values,
+         self.greedy_final_values) = (torch.zeros(T, E) for _ in range(6))
         self.terminated = torch.zeros(T, E, dtype=torch.bool)
         self.truncated = torch.zeros(T, E, dtype=torch.bool)
 

@@ -15,6 +15,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import ConfigError, EnvConfig
+from env.greedy_value import GreedyValue
 from rl.seeding import train_episode_seed
 
 
@@ -59,8 +60,9 @@ def check_env_config(config: EnvConfig) -> None:
         raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
 
 
-def make_envs(config: EnvConfig, run_seed: int) -> gym.vector.VectorEnv:
-    """``config.num_envs`` seeded envs in a Sync or Async vector env with same-step autoreset.
+def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False) -> gym.vector.VectorEnv:
+    """``config.num_envs`` seeded envs in a Sync or Async vector env with same-step autoreset;
+    with ``greedy_value`` each also reports W(s) (``env.greedy_value.GreedyValue``).
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
     returns the next episode's first observation at once, so no rollout step is wasted.
@@ -68,7 +70,10 @@ def make_envs(config: EnvConfig, run_seed: int) -> gym.vector.VectorEnv:
     check_env_config(config)
 
     def make_one(index: int):
-        return lambda: SeededEpisodes(make_env(config), run_seed, index)
+        def make() -> gym.Env:
+            one = make_env(config)
+            return SeededEpisodes(GreedyValue(one) if greedy_value else one, run_seed, index)
+        return make
 
     vector_cls = SyncVectorEnv if config.vector == "sync" else AsyncVectorEnv
     return vector_cls([make_one(i) for i in range(config.num_envs)], autoreset_mode=AutoresetMode.SAME_STEP)

@@ -13,6 +13,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from config import Config, load_config, save_config
+from env.greedy_value import GREEDY_VALUE
 from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint, save_checkpoint
@@ -56,15 +57,20 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.policy = PolicyNet(config.model).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
-        self.envs = make_envs(config.env, config.seed)
+        greedy_rollout = config.ppo.gae_values == "greedy_rollout"
+        self.envs = make_envs(config.env, config.seed, greedy_value=greedy_rollout)
         E = config.env.num_envs
+        # W(s) of each env's current state [E] when GAE bootstraps from greedy rollouts, else None.
+        self.greedy_value: np.ndarray | None = np.zeros(E) if greedy_rollout else None
         self.update, self.global_step = 0, 0
         self.episodes, self.actions = [0] * E, [[] for _ in range(E)]  # per env: episode number, actions since reset
         self.recent = deque(maxlen=20)  # the last finished episodes' infos: success rate and progress bar
         self.episode_return, self.episode_length = np.zeros(E), np.zeros(E, dtype=int)
         self.resumed_at = None if state is None else state["global_step"]
         if state is None:
-            self.obs, _ = self.envs.reset()
+            self.obs, info = self.envs.reset()
+            if self.greedy_value is not None:
+                self.greedy_value = info[GREEDY_VALUE]
         else:
             self._load_state(state)
 
@@ -109,6 +115,8 @@ class Trainer:
         self.episode_return, self.episode_length = np.array(state["episode_return"]), np.array(state["episode_length"])
         self.recent.extend(state["recent"])
         self.obs = restore_envs(self.envs, self.episodes, self.actions)
+        if self.greedy_value is not None:
+            self.greedy_value = np.array(self.envs.get_attr(GREEDY_VALUE))
 
     def save(self) -> Path:
         path = checkpoint_path(self.run_dir, self.update)
@@ -135,8 +143,12 @@ class Trainer:
                     for group in self.optimizer.param_groups:
                         group["lr"] = lr
                 rollout, next_value = self._collect(writer)
-                advantages, returns = compute_gae(rollout.rewards, rollout.values, rollout.terminated, rollout.truncated,
-                                                  rollout.final_values, next_value, cfg.gamma, cfg.gae_lambda)
+                values, final_values = rollout.values, rollout.final_values
+                if self.greedy_value is not None:
+                    values, final_values = rollout.greedy_values, rollout.greedy_final_values
+                    next_value = torch.as_tensor(self.greedy_value, dtype=torch.float32)
+                advantages, returns = compute_gae(rollout.rewards, values, rollout.terminated, rollout.truncated,
+                                                  final_values, next_value, cfg.gamma, cfg.gae_lambda)
                 self.policy.train()
                 stats = ppo_update(self.policy, self.optimizer, rollout, advantages, returns, cfg, self.device,
                                    self.global_step)
@@ -169,6 +181,8 @@ class Trainer:
                 dist = masked_policy(logits)
                 action = dist.sample()
             rollout.store_obs(t, self.obs)
+            if self.greedy_value is not None:
+                rollout.greedy_values[t] = torch.as_tensor(self.greedy_value)
             rollout.actions[t], rollout.logprobs[t], rollout.values[t] = action.cpu(), dist.log_prob(action).cpu(), value.cpu()
             self.obs, reward, terminated, truncated, info = self.envs.step(action.cpu().numpy())
             self.global_step += E
@@ -176,6 +190,10 @@ class Trainer:
             rollout.terminated[t], rollout.truncated[t] = torch.as_tensor(terminated), torch.as_tensor(truncated)
             if truncated.any():
                 rollout.final_values[t] = self._final_values(info, truncated)
+            if self.greedy_value is not None:
+                self.greedy_value = info[GREEDY_VALUE]  # after an autoreset: W of the new episode's start
+                if truncated.any():
+                    rollout.greedy_final_values[t] = torch.as_tensor(np.where(truncated, info["final_info"][GREEDY_VALUE], 0.0))
             self._track_episodes(action.tolist(), reward, terminated, truncated, info, writer)
         with torch.no_grad():
             next_value = self.policy(self.obs)[1].cpu()

@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+from torch.utils.tensorboard import SummaryWriter
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import evaluate
@@ -18,9 +19,12 @@ from env.maps import MAP_FAMILIES
 from rl.checkpoint import latest_checkpoint, load_checkpoint
 from rl.envs import make_env
 from rl.evaluation import load_policy
+from rl.gae import compute_gae
 from rl.ppo import NonFiniteLossError
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
+from rl.seeding import train_episode_seed
 from rl.trainer import Trainer
+from tests.env.test_greedy_value import greedy_return_by_hand
 
 from tests.conftest import ROOT, SMOKE, smoke_config
 
@@ -72,9 +76,10 @@ def test_evaluate_runs_on_the_trained_checkpoint(smoke_run, tmp_path, capsys):
     assert all(f == families[0] for f in families) and set(families[0]) <= set(MAP_FAMILIES)  # the same maps for all
 
 
-def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
+@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, gae_values):
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
-    overrides = ("ppo.total_timesteps=128", "run.image_every=0")
+    overrides = ("ppo.total_timesteps=128", "run.image_every=0", f"ppo.gae_values={gae_values}")
     Trainer.create(smoke_config(straight, *overrides), straight).train()
     Trainer.create(smoke_config(interrupted, *overrides), interrupted).train(max_updates=2)
     Trainer.resume(interrupted).train()
@@ -84,6 +89,60 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path):
         assert a[key] == b[key], key
     for name, tensor in a["model"].items():
         assert torch.equal(tensor, b["model"][name]), name
+
+
+@pytest.mark.parametrize("vector", ["sync", "async"])
+def test_greedy_rollout_values_are_greedys_return_from_each_state_of_the_rollout(tmp_path, vector):
+    """The trainer's W(s_t), and W(final state) of truncated episodes across autoresets, against
+    greedy played by hand from the same states, rebuilt from the episode seeds and actions."""
+    overrides = ("ppo.gae_values=greedy_rollout", "ppo.num_steps=64", "env.kwargs.map_size=12",
+                 "env.kwargs.max_steps=20", f"env.vector={vector}")
+    trainer = Trainer.create(smoke_config(tmp_path, *overrides), tmp_path)
+    rollout, _ = trainer._collect(SummaryWriter(str(tmp_path)))
+    config = trainer.config
+    assert rollout.truncated.any() and rollout.terminated.any()  # both ends of an episode are covered
+    for i in range(config.env.num_envs):
+        env, episode = make_env(config.env).unwrapped, 0
+        obs, _ = env.reset(seed=train_episode_seed(config.seed, i, episode))
+        for t in range(config.ppo.num_steps):
+            assert rollout.greedy_values[t, i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
+            obs, _, terminated, truncated, _ = env.step(int(rollout.actions[t, i]))
+            assert (terminated, truncated) == (rollout.terminated[t, i], rollout.truncated[t, i])
+            if truncated:
+                assert rollout.greedy_final_values[t, i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
+            if terminated or truncated:
+                episode += 1
+                obs, _ = env.reset(seed=train_episode_seed(config.seed, i, episode))
+        assert trainer.greedy_value[i] == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)  # next rollout's
+    trainer.envs.close()
+
+
+@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
+def test_gae_bootstraps_from_the_configured_values(tmp_path, gae_values, monkeypatch):
+    seen = {}
+
+    def spy(rewards, values, terminated, truncated, final_values, next_value, gamma, gae_lambda):
+        seen.update(values=values, final_values=final_values, next_value=next_value)
+        return compute_gae(rewards, values, terminated, truncated, final_values, next_value, gamma, gae_lambda)
+
+    def collect(self, writer):
+        seen["rollout"], next_value = collect_for_real(self, writer)
+        seen["critic_next_value"], seen["greedy_next_value"] = next_value, self.greedy_value
+        return seen["rollout"], next_value
+
+    collect_for_real = Trainer._collect
+    monkeypatch.setattr("rl.trainer.compute_gae", spy)
+    monkeypatch.setattr(Trainer, "_collect", collect)
+    overrides = (f"ppo.gae_values={gae_values}", "run.image_every=0", "env.kwargs.max_steps=8")
+    Trainer.create(smoke_config(tmp_path, *overrides), tmp_path).train(max_updates=1)
+    rollout = seen["rollout"]
+    if gae_values == "critic":
+        expected = rollout.values, rollout.final_values, seen["critic_next_value"]
+    else:
+        expected = rollout.greedy_values, rollout.greedy_final_values, torch.as_tensor(seen["greedy_next_value"]).float()
+        assert rollout.greedy_values.abs().sum() > 0 and rollout.greedy_final_values.abs().sum() > 0
+    for name, want in zip(("values", "final_values", "next_value"), expected):
+        assert torch.equal(seen[name], want), name
 
 
 def test_sigkill_mid_run_then_resume_completes(tmp_path):
