@@ -1,6 +1,6 @@
-"""Compare two ``evaluate.py --json`` reports map by map.
+"""Compare ``evaluate.py --json`` reports map by map.
 
-    python compare.py NEW.json BASE.json [--policy agent] [--reference greedy ...]
+    python compare.py NEW.json [NEW.json ...] BASE.json [--policy agent] [--reference greedy ...]
 
 Both reports must cover the same held-out maps: the same ``--seed`` and the same environment
 settings (episode i's map depends on nothing else, so reports of different lengths are compared
@@ -10,14 +10,21 @@ episode, over the maps both completed. The table gives the mean per-map travel r
 
 This is how a run evaluated alone (``evaluate.py --policy agent``) is set against the baselines
 of an earlier full report, or two runs against each other, without running anything again.
+
+Several NEW reports (runs of other seeds, say, each evaluated on the same maps) are pooled: a
+policy's travel on a map is its mean over the reports, and a map counts as completed only when
+every report completed it. The ratio then measures the training procedure's average agent, with
+a CI over maps, instead of one run's.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+
+import numpy as np
 
 from rl.evaluation import EpisodeResult, completed_travel_pairs, travel_ratio
 
@@ -62,6 +69,29 @@ def common_maps(new: Report, base: Report) -> int:
     return n
 
 
+def pool_reports(reports: list[Report], paths: list[Path]) -> Report:
+    """One report whose policies are those every report has, each map's result the mean over the
+    reports (success only when all succeeded); ``ValueError`` when they were run on other maps or
+    share no policy."""
+    if len(reports) == 1:
+        return reports[0]
+    first, rest = reports[0], reports[1:]
+    n = min(common_maps(first, other) for other in rest)
+    shared = [name for name in first.episodes if all(name in other.episodes for other in rest)]
+    if not shared:
+        raise ValueError(f"{[str(p) for p in paths]} share no policy: they have "
+                         f"{[sorted(r.episodes) for r in reports]}")
+    numeric = [f.name for f in fields(EpisodeResult) if f.name not in ("success", "map_family")]
+
+    def pooled(results: list[EpisodeResult]) -> EpisodeResult:
+        means = {name: float(np.mean([getattr(r, name) for r in results])) for name in numeric}
+        return EpisodeResult(success=all(r.success for r in results), map_family=results[0].map_family, **means)
+
+    episodes = {name: [pooled(list(per_map)) for per_map in zip(*(r.episodes[name][:n] for r in reports))]
+                for name in shared}
+    return Report(seed=first.seed, env=first.env, episodes=episodes)
+
+
 def comparison_row(ours: list[EpisodeResult], reference: list[EpisodeResult]) -> dict:
     """The per-map travel ratio ours / reference (mean, 95% CI half-width, maps) and the counts
     of maps on which ours travelled less, more, the same."""
@@ -82,32 +112,39 @@ def format_comparison(rows: dict[tuple[str, str], dict]) -> str:
     return "\n".join(lines)
 
 
-def pick(episodes: Episodes, names: list[str] | None, flag: str, path: Path) -> Episodes:
+def pick(episodes: Episodes, names: list[str] | None, flag: str, source: str) -> Episodes:
     if not names:
         return episodes
     unknown = [name for name in names if name not in episodes]
     if unknown:
-        raise ValueError(f"{flag}: {unknown} not in {path}; it has {sorted(episodes)}")
+        raise ValueError(f"{flag}: {unknown} not in {source}; it has {sorted(episodes)}")
     return {name: episodes[name] for name in names}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("new", type=Path, help="evaluate.py --json report whose policies are compared")
-    parser.add_argument("base", type=Path, help="evaluate.py --json report they are compared with")
+    parser.add_argument("reports", type=Path, nargs="+", metavar="REPORT",
+                        help="NEW.json [NEW.json ...] BASE.json: evaluate.py --json reports; the policies of "
+                             "NEW (pooled per map when several) are compared with those of BASE, the last")
     parser.add_argument("--policy", nargs="+", help="policies of NEW to compare (default: all)")
     parser.add_argument("--reference", nargs="+", help="policies of BASE to compare with (default: all)")
     args = parser.parse_args(argv)
+    if len(args.reports) < 2:
+        parser.error(f"got one report ({args.reports[0]}): give NEW.json [NEW.json ...] BASE.json")
+    new_paths, base_path = args.reports[:-1], args.reports[-1]
     try:
-        new, base = load_report(args.new), load_report(args.base)
+        new = pool_reports([load_report(path) for path in new_paths], new_paths)
+        base = load_report(base_path)
         n = common_maps(new, base)
-        ours = pick(new.episodes, args.policy, "--policy", args.new)
-        references = pick(base.episodes, args.reference, "--reference", args.base)
+        ours = pick(new.episodes, args.policy, "--policy", " ".join(map(str, new_paths)))
+        references = pick(base.episodes, args.reference, "--reference", str(base_path))
     except ValueError as error:
         parser.error(str(error))
     rows = {(name, reference): comparison_row(results[:n], reference_results[:n])
             for name, results in ours.items() for reference, reference_results in references.items()}
     print(f"{n} shared held-out maps (--seed {new.seed})")
+    if len(new_paths) > 1:
+        print(f"new: each map's travel is the mean over {len(new_paths)} reports")
     print(format_comparison(rows))
     return 0
 

@@ -82,3 +82,28 @@ def test_two_evaluate_runs_pair_as_one_run_does(tmp_path, capsys):
     assert together[2] > 0
     assert row.startswith(f"| greedy | nearest_frontier | {together[0]:.3f} ± {together[1]:.3f} |")
     assert row.endswith(f"| {together[2]} |")
+
+
+def test_several_new_reports_pool_each_maps_travel_before_the_ratio(tmp_path, capsys):
+    run_a = write_report(tmp_path / "a.json", {"agent": [episode(True, 100), episode(True, 90), episode(True, 70)],
+                                               "greedy": [episode(True, 1)] * 3})
+    run_b = write_report(tmp_path / "b.json", {"agent": [episode(True, 80), episode(False, 50), episode(True, 50)]})
+    base = write_report(tmp_path / "base.json", {"greedy": [episode(True, 100), episode(True, 100),
+                                                           episode(True, 50)]})
+    out = run(capsys, run_a, run_b, base).splitlines()
+    # Map 1 counts as not completed (run b failed it); maps 0 and 2 pool to 90 and 60: ratios 0.9, 1.2.
+    ratios = [0.9, 1.2]
+    half = 12.706 * statistics.stdev(ratios) / 2**0.5  # Student's t, 1 degree of freedom
+    assert out[:2] == ["3 shared held-out maps (--seed 0)", "new: each map's travel is the mean over 2 reports"]
+    assert out[4] == f"| agent | greedy | {statistics.mean(ratios):.3f} ± {half:.3f} | 1 | 1 | 0 | 2 |"
+    assert len(out) == 6  # only "agent" is in both new reports
+
+
+def test_pooled_reports_must_share_maps_and_a_policy(tmp_path, capsys):
+    run_a = write_report(tmp_path / "a.json", {"agent": [episode(True, 10)]})
+    base = write_report(tmp_path / "base.json", {"greedy": [episode(True, 10)]})
+    other_seed = write_report(tmp_path / "seed1.json", {"agent": [episode(True, 10)]}, seed=1)
+    assert "--seed 0 against --seed 1" in refused(capsys, run_a, other_seed, base)
+    other_policy = write_report(tmp_path / "other.json", {"random": [episode(True, 10)]})
+    assert "share no policy: they have [['agent'], ['random']]" in refused(capsys, run_a, other_policy, base)
+    assert f"got one report ({run_a}): give NEW.json [NEW.json ...] BASE.json" in refused(capsys, run_a)
