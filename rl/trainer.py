@@ -60,19 +60,17 @@ class Trainer:
         greedy_rollout = config.ppo.gae_values == "greedy_rollout"
         self.envs = make_envs(config.env, config.seed, greedy_value=greedy_rollout)
         E = config.env.num_envs
-        # W(s) of each env's current state [E] when GAE bootstraps from greedy rollouts, else None.
-        self.greedy_value: np.ndarray | None = np.zeros(E) if greedy_rollout else None
         self.update, self.global_step = 0, 0
         self.episodes, self.actions = [0] * E, [[] for _ in range(E)]  # per env: episode number, actions since reset
         self.recent = deque(maxlen=20)  # the last finished episodes' infos: success rate and progress bar
         self.episode_return, self.episode_length = np.zeros(E), np.zeros(E, dtype=int)
         self.resumed_at = None if state is None else state["global_step"]
         if state is None:
-            self.obs, info = self.envs.reset()
-            if self.greedy_value is not None:
-                self.greedy_value = info[GREEDY_VALUE]
+            self.obs, _ = self.envs.reset()
         else:
             self._load_state(state)
+        # W(s) of each env's current state [E] when GAE bootstraps from greedy rollouts, else None.
+        self.greedy_value = np.array(self.envs.get_attr(GREEDY_VALUE)) if greedy_rollout else None
 
     @classmethod
     def create(cls, config: Config, run_dir: Path) -> "Trainer":
@@ -115,8 +113,6 @@ class Trainer:
         self.episode_return, self.episode_length = np.array(state["episode_return"]), np.array(state["episode_length"])
         self.recent.extend(state["recent"])
         self.obs = restore_envs(self.envs, self.episodes, self.actions)
-        if self.greedy_value is not None:
-            self.greedy_value = np.array(self.envs.get_attr(GREEDY_VALUE))
 
     def save(self) -> Path:
         path = checkpoint_path(self.run_dir, self.update)
