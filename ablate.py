@@ -4,7 +4,7 @@
     python ablate.py --sweep model.n_layers=2,4,6 --sweep model.n_heads=2,8 --seeds 2
 
 Each (setting, seed) is an ordinary training run in ``--out`` (default runs/ablation), evaluated
-greedily with nearest frontier on the same held-out maps as ``evaluate.py``. Runs go in parallel
+by its argmax moves, with nearest frontier, on the same held-out maps as ``evaluate.py``. Runs go in parallel
 processes (``--workers``, default: one per core), and the sweep is resumable: rerun the same
 command after a kill and finished runs are skipped, interrupted ones resumed from their last
 checkpoint. Writes results.csv, results.md, learning_curves.png, travel_to_complete.png and
@@ -22,7 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from config import ConfigError, load_config
-from rl.report import markdown_table, write_csv
+from rl.report import by_setting, markdown_table, write_csv
 from rl.sweep import RunSpec, run_name, run_one, settings_grid
 from viz.ablation_plots import final_metric, learning_curves
 
@@ -83,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     table = markdown_table(results)
     budget = f"{config.ppo.total_timesteps:,} env steps per run, {args.seeds} seeds, {args.episodes} held-out episodes"
     (args.out / "results.md").write_text(f"Budget: {budget}.\n\n{table}")
-    learning_curves(results, config.ppo.total_timesteps, args.out / "learning_curves.png")
-    final_metric(results, "travel_to_complete", "travel to complete (cells)", args.out / "travel_to_complete.png")
-    final_metric(results, "ratio_to_nearest_frontier", "travel / nearest frontier", args.out / "ratio_to_nearest_frontier.png")
+    groups = by_setting(results)
+    learning_curves(groups, config.ppo.total_timesteps, args.out / "learning_curves.png")
+    final_metric(groups, "travel_to_complete", "travel to complete (cells)", args.out / "travel_to_complete.png")
+    final_metric(groups, "ratio_to_nearest_frontier", "travel / nearest frontier", args.out / "ratio_to_nearest_frontier.png")
     print(f"Budget: {budget}\n{table}\nwrote {args.out}/results.csv, results.md and plots")
     return 0
 

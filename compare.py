@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from rl.evaluation import EpisodeResult, completed_travel_pairs, travel_ratio
+from stats import format_mean_ci
 
 Episodes = dict[str, list[EpisodeResult]]
 """Policy name -> one result per held-out map, in episode order."""
@@ -105,7 +106,7 @@ def format_comparison(rows: dict[tuple[str, str], dict]) -> str:
     """A Markdown table, one row per (NEW policy, BASE policy) pair."""
     lines = ["| new | base | travel new / base | shorter | longer | equal | maps |", "|---|---|---|---|---|---|---|"]
     for (ours, reference), row in rows.items():
-        ratio = "n/a" if row["maps"] == 0 else f"{row['ratio']:.3f} ± {row['half']:.3f}"
+        ratio = "n/a" if row["maps"] == 0 else format_mean_ci(row["ratio"], row["half"], 3)
         lines.append(f"| {ours} | {reference} | {ratio} | {row['shorter']} | {row['longer']} | {row['equal']} "
                      f"| {row['maps']} |")
     lines.append("(per-map ratio, mean ± 95% CI half-width, Student's t, over the maps both completed)")

@@ -14,6 +14,9 @@ from typing import Any, Literal
 
 import yaml
 
+from checks import check_at_least_one, check_choice, check_divides, check_positive
+from encoder.attention import ATTENTION_IMPLS
+
 
 class ConfigError(ValueError):
     """A configuration file or override that does not fit the schema."""
@@ -35,23 +38,19 @@ class ModelConfig:
     """Hidden width of each feed-forward block (reference: 512)."""
     tanh_clipping: float = 10.0
     """C in the pointer's logits C * tanh(...) (reference: 10)."""
-    attention_impl: Literal["reference", "sdpa", "sparse"] = "sdpa"
-    """Attention implementation: all give the same result; sdpa is fastest (docs/performance.md)."""
+    attention_impl: str = "sdpa"
+    """Attention implementation, one of ``encoder.attention.ATTENTION_IMPLS`` (reference, sdpa,
+    sparse): all give the same result; sdpa is fastest (docs/performance.md)."""
     separate_critic: bool = False
     """Give the value head its own embedding, encoder and decoder (the reference keeps separate networks)."""
 
     def __post_init__(self) -> None:
+        # The modules run the same checks on their arguments (checks.py); here they name the key.
         for name in ("embed_dim", "n_heads", "n_layers", "n_decoder_layers", "ff_dim"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"model.{name} must be >= 1, got {getattr(self, name)}")
-        if self.embed_dim % self.n_heads != 0:
-            divisors = [h for h in range(1, self.embed_dim + 1) if self.embed_dim % h == 0]
-            raise ConfigError(
-                f"model.n_heads={self.n_heads} must divide model.embed_dim={self.embed_dim}; "
-                f"allowed head counts: {divisors}"
-            )
-        if self.tanh_clipping <= 0:
-            raise ConfigError(f"model.tanh_clipping must be > 0, got {self.tanh_clipping}")
+            check_at_least_one(f"model.{name}", getattr(self, name), ConfigError)
+        check_divides(self.n_heads, self.embed_dim, "model.", ConfigError)
+        check_positive("model.tanh_clipping", self.tanh_clipping, ConfigError)
+        check_choice("model.attention_impl", self.attention_impl, ATTENTION_IMPLS, ConfigError)
 
 
 @dataclass
@@ -68,8 +67,7 @@ class EnvConfig:
     """gymnasium's SyncVectorEnv (one process) or AsyncVectorEnv (one process per env)."""
 
     def __post_init__(self) -> None:
-        if self.num_envs < 1:
-            raise ConfigError(f"env.num_envs must be >= 1, got {self.num_envs}")
+        check_at_least_one("env.num_envs", self.num_envs, ConfigError)
 
 
 @dataclass
@@ -111,13 +109,12 @@ class PPOConfig:
     target_kl: float = 0.0
     """Stop an update's epochs early once the approximate KL exceeds this; 0 disables."""
     size_buckets: int = 4
-    """Slices of similar graph size each minibatch is evaluated in (``rl.ppo.forward_in_size_buckets``):
+    """Slices of similar graph size each minibatch is evaluated in (``graph_batch.forward_observations``):
     the same losses, computed faster on the CPU; 1 evaluates it in one call."""
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"ppo.{name} must be >= 1, got {getattr(self, name)}")
+            check_at_least_one(f"ppo.{name}", getattr(self, name), ConfigError)
         if not (0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1):
             raise ConfigError(f"ppo.gamma must be in (0, 1] and ppo.gae_lambda in [0, 1], got {self.gamma}, {self.gae_lambda}")
 
@@ -158,10 +155,6 @@ class Config:
     @property
     def batch_size(self) -> int:
         return self.env.num_envs * self.ppo.num_steps
-
-    @property
-    def minibatch_size(self) -> int:
-        return self.batch_size // self.ppo.num_minibatches
 
     @property
     def num_updates(self) -> int:
@@ -213,8 +206,7 @@ def _check_type(hint: Any, value: Any, key: str) -> Any:
             raise ConfigError(f"{key!r} is a section; expected a mapping, got {value!r}")
         return from_dict(hint, value, key + ".")
     if typing.get_origin(hint) is Literal:
-        if value not in typing.get_args(hint):
-            raise ConfigError(f"{key!r} must be one of {list(typing.get_args(hint))}, got {value!r}")
+        check_choice(key, value, typing.get_args(hint), ConfigError)
         return value
     if hint is dict and value is None:  # an empty YAML section
         return {}

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -23,9 +22,11 @@ from pathlib import Path
 from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
 from rl.envs import check_env_config
-from rl.evaluation import evaluate_actors, greedy_actor, load_policy, summarise, travel_ratio
+from rl.evaluation import argmax_actor, evaluate_actors, load_policy, summarise, travel_ratio
+from stats import format_mean_ci
 
 AGENT = "agent"
+"""The trained policy's name in reports; tables say ``agent (argmax)``: it takes its most probable move."""
 
 
 COLUMNS = {  # summary key -> (header, decimals)
@@ -38,11 +39,6 @@ COLUMNS = {  # summary key -> (header, decimals)
 
 REFERENCES = ("nearest_frontier", "greedy")
 """Travel is compared per map with each of these, when it ran: the goal, and the bar to clear."""
-
-
-def format_mean_ci(mean: float, half: float, decimals: int) -> str:
-    """``mean ± half``; "n/a" when there was nothing to average (e.g. no completed episode)."""
-    return "n/a" if math.isnan(mean) else f"{mean:.{decimals}f} ± {half:.{decimals}f}"
 
 
 def format_ratio(name: str, reference: str, ratio: tuple[float, float, int] | None) -> str:
@@ -60,7 +56,8 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
     for name, summary in summaries.items():
         cells = [format_mean_ci(*summary[key], d) for key, (_, d) in COLUMNS.items()]
         cells += [format_ratio(name, reference, by_policy.get(name)) for reference, by_policy in ratios.items()]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        label = f"{name} (argmax)" if name == AGENT else name
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines.append("(mean ± 95% CI half-width, Student's t; steps and travel over completed episodes; "
                  "ratios per map, over the maps both policies completed)")
     return "\n".join(lines)
@@ -98,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             policy, config = load_policy(args.checkpoint)
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
-        actors[AGENT] = greedy_actor(policy)
+        actors[AGENT] = argmax_actor(policy)
     elif args.policy == AGENT:
         parser.error("--policy agent needs --checkpoint")
     else:

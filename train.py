@@ -15,6 +15,7 @@ from pathlib import Path
 from config import ConfigError, load_config
 from rl.ppo import NonFiniteLossError
 from rl.trainer import Trainer
+from viz.heatmaps import attention_heatmaps
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,10 +28,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume:
             if args.overrides:
                 parser.error("--resume continues a run with its saved config.yaml; overrides are not allowed")
-            trainer = Trainer.resume(Path(args.resume))
+            trainer = Trainer.resume(Path(args.resume), paint_attention=attention_heatmaps)
         else:
             config = load_config(args.config, args.overrides)
-            trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"))
+            trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"), attention_heatmaps)
         print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
         trainer.train()
     except (ConfigError, FileExistsError, FileNotFoundError, NonFiniteLossError) as error:

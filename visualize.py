@@ -24,6 +24,7 @@ from PIL import Image
 
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
+from graph_batch import collate
 from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.seeding import eval_episode_seed
@@ -32,17 +33,17 @@ from viz.overlays import attention_on_map, pointer_overlay
 
 
 def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
-    """Step the greedy policy through one episode; per step the frame, observation and attention."""
+    """Step the policy's argmax moves through one episode; per step the frame, observation and attention."""
     obs, _ = env.reset(seed=seed)
     steps = []
     while True:
         with torch.no_grad():
-            logits, _, attention = policy(obs, return_attention=True)
+            logits, _, attention = policy(collate(obs), need_weights=True)
         action = int(logits.argmax(-1))
         graph = env.unwrapped.graph
         steps.append({"frame": env.render(), "obs": obs, "action": action, "positions": graph.positions().copy(),
-                      "probs": attention["pointer"][0].numpy(),
-                      "encoder": [w[0].numpy() for w in attention["encoder"]]})
+                      "probs": attention.pointer[0].numpy(),
+                      "encoder": [w[0].numpy() for w in attention.encoder]})
         obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             return steps

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from config import ModelConfig
 from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES
+from graph_batch import collate
 from policy import PolicyNet
 from bench.synthetic import random_graph
 
@@ -35,10 +37,10 @@ def make_batch(B: int, N: int, K: int) -> dict[str, torch.Tensor]:
     }
 
 
-def time_step(policy: Callable[[dict], tuple[torch.Tensor, torch.Tensor]], batch: dict, repeats: int,
+def time_step(policy: Callable[[Any], tuple[torch.Tensor, torch.Tensor]], batch: Any, repeats: int,
               train: bool) -> float:
     """Median seconds of one forward (+ backward when ``train``) pass of ``policy(batch) -> (logits,
-    value)``: a ``PolicyNet``, or a function that runs one (``bench.size_buckets``)."""
+    value)``: a ``PolicyNet`` on a ``GraphBatch``, or a function that collates observations and runs one."""
     times = []
     for _ in range(repeats + 2):  # two warm-up passes
         start = time.perf_counter()
@@ -67,7 +69,7 @@ def main() -> None:
           + "   speed-up vs reference")
     for size_name, sizes in SIZES.items():
         for N in args.nodes:
-            batch = {k: v.to(device) for k, v in make_batch(args.batch, N, args.neighbors).items()}
+            batch = collate(make_batch(args.batch, N, args.neighbors), device)  # the model alone is timed
             for train in (False, True):
                 ms = {}
                 for impl in ATTENTION_IMPLS:

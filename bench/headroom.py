@@ -28,6 +28,7 @@ from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
 from rl.evaluation import evaluate_actors, travel_ratio
+from stats import format_mean_ci
 
 
 def travel_after(world: GridExploreEnv, slot: int) -> float:
@@ -69,7 +70,7 @@ def main() -> None:
         for reference in ("nearest_frontier", "greedy"):
             if ours != reference:
                 mean, half, n = travel_ratio(results[ours], results[reference])
-                print(f"travel {ours} / {reference}: {mean:.3f} ± {half:.3f} (n={n})")
+                print(f"travel {ours} / {reference}: {format_mean_ci(mean, half, 3)} (n={n})")
 
 
 if __name__ == "__main__":

@@ -32,10 +32,10 @@ import numpy as np
 import torch
 
 from env.greedy_value import GREEDY_VALUE, GreedyValue, play_greedy
-from env.observation import ACTION_MASK, NODE_MASK
+from env.observation import ACTION_MASK
+from graph_batch import collate, forward_observations
 from rl.envs import make_env
 from rl.evaluation import load_policy
-from rl.ppo import forward_in_size_buckets
 from rl.seeding import train_episode_seed
 
 GAINS = "gains"
@@ -67,7 +67,7 @@ def collect(checkpoint: Path, episodes: range) -> dict[str, np.ndarray]:
         while not done:
             states.append({**obs, GAINS: move_gains(env, obs, info[GREEDY_VALUE])})
             with torch.no_grad():
-                probs = torch.softmax(policy(obs)[0][0], dim=-1)
+                probs = torch.softmax(policy(collate(obs))[0][0], dim=-1)
             action = int(torch.multinomial(probs, 1, generator=generator))
             obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
@@ -109,13 +109,9 @@ def fit_and_report(checkpoint: Path, data: dict[str, np.ndarray], n_fit: int, ep
     scale = gains[valid].std().item() or 1.0
     target = gains / scale
     fit, held_out = torch.arange(n_fit), torch.arange(n_fit, len(gains))
-    sizes = obs[NODE_MASK].sum(-1)
 
-    def logits(index: torch.Tensor) -> torch.Tensor:
-        by_size = sizes[index].argsort()  # similar graph sizes together, as PPO does
-        out = torch.empty(len(index), valid.shape[1])
-        out[by_size] = forward_in_size_buckets(policy, {k: v[index[by_size]] for k, v in obs.items()}, 4)[0]
-        return out
+    def logits(index: torch.Tensor) -> torch.Tensor:  # in 4 slices of similar graph size, as PPO does
+        return forward_observations(policy, {k: v[index] for k, v in obs.items()}, size_buckets=4)[0]
 
     def predict(index: torch.Tensor) -> torch.Tensor:
         policy.eval()

@@ -4,8 +4,7 @@
 
 A minibatch of ``--batch`` observations drawn at random from 4x as many nearest-frontier steps on
 the default env (32x32 maps, N_max 64), so early, middle and late states mix as in a shuffled
-rollout. It is sorted by graph size, as ``rl.ppo.ppo_update`` does, and evaluated with
-``rl.ppo.forward_in_size_buckets``. Prints milliseconds per forward + backward (median of
+rollout, and evaluated with ``graph_batch.forward_observations`` as ``rl.ppo.ppo_update`` does. Prints milliseconds per forward + backward (median of
 ``--repeats``; rounds alternate, so drift on a shared machine hits every setting alike) and each
 setting's speed-up over one call.
 """
@@ -21,7 +20,7 @@ from bench.attention_speed import time_step
 from bench.padding_trim import collect
 from config import load_config
 from policy import PolicyNet
-from rl.ppo import forward_in_size_buckets
+from graph_batch import forward_observations
 
 
 def main() -> None:
@@ -34,15 +33,13 @@ def main() -> None:
     pool = collect(4 * args.batch, config.env)
     pick = np.random.default_rng(0).permutation(4 * args.batch)[: args.batch]
     obs = {key: torch.as_tensor(value[pick]) for key, value in pool.items()}
-    order = obs["node_mask"].sum(-1).argsort(stable=True)
-    obs = {key: value[order] for key, value in obs.items()}
     real = obs["node_mask"].sum(-1).float()
     print(f"batch {args.batch}, N_max {obs['node_mask'].shape[1]}, real nodes per observation: "
           f"median {real.median():.0f}, max {real.max():.0f}; torch threads {torch.get_num_threads()}")
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     for _ in range(2):
-        ms = {b: 1e3 * time_step(partial(forward_in_size_buckets, policy, buckets=b), obs, args.repeats, train=True)
+        ms = {b: 1e3 * time_step(partial(forward_observations, policy, size_buckets=b), obs, args.repeats, train=True)
               for b in args.buckets}
         print("   ".join(f"buckets {b}: {t:6.1f} ms (x{ms[args.buckets[0]] / t:.2f})" for b, t in ms.items()))
 

@@ -20,32 +20,35 @@ class DecoderLayer(AttentionBlock):
     memory ``m`` (all node embeddings).
 
     Shapes: tgt [B,1,D], memory [B,N,D], mask bool [B,1,N] (True: a real node)
-    -> (out [B,1,D], weights [B,H,1,N] or None).
+    -> ``(out [B,1,D], weights [B,H,1,N] if need_weights else None)``.
     """
 
-    def forward(self, tgt: Tensor, memory: Tensor, mask: Tensor, need_weights: bool = False):
-        memory = self.normalization1(memory)
-        attended, weights = self.multi_head_attention(
-            self.normalization1(tgt), memory, memory, mask=mask, need_weights=need_weights
-        )
-        return self.feed_forward_residual(tgt + attended), weights
+    def forward(self, tgt: Tensor, memory: Tensor, mask: Tensor, need_weights: bool = False
+                ) -> tuple[Tensor, Tensor | None]:
+        memory = self.normalization1(memory)  # [B,N,D]
+        attended, weights = self.multi_head_attention(self.normalization1(tgt), memory, memory, mask=mask,
+                                                      need_weights=need_weights)
+        tgt = tgt + attended  # [B,1,D]
+        tgt = tgt + self.feed_forward(self.normalization2(tgt))  # [B,1,D]
+        return tgt, weights
 
 
 class Decoder(nn.Module):
     """A stack of ``n_layers`` ``DecoderLayer``s (the reference uses one).
 
-    Shapes: tgt [B,1,D], memory [B,N,D], node_mask bool [B,N] -> [B,1,D]; with
-    ``return_attention`` also a list of ``n_layers`` weight tensors [B,H,1,N].
+    Shapes: tgt [B,1,D], memory [B,N,D], node_mask bool [B,N] -> ``(out [B,1,D], weights)``:
+    ``weights`` is None, or with ``need_weights`` a list of ``n_layers`` tensors [B,H,1,N].
     """
 
     def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "sdpa"):
         super().__init__()
         self.layers = stack_layers(lambda: DecoderLayer(embed_dim, n_heads, ff_dim, attention_impl), n_layers)
 
-    def forward(self, tgt: Tensor, memory: Tensor, node_mask: Tensor, return_attention: bool = False):
+    def forward(self, tgt: Tensor, memory: Tensor, node_mask: Tensor, need_weights: bool = False
+                ) -> tuple[Tensor, list[Tensor] | None]:
         mask = node_mask.unsqueeze(1)  # [B,N] -> [B,1,N]: the one query may attend to any real node
-        attention = []
+        per_layer = []
         for layer in self.layers:
-            tgt, weights = layer(tgt, memory, mask, need_weights=return_attention)
-            attention.append(weights)
-        return (tgt, attention) if return_attention else tgt
+            tgt, weights = layer(tgt, memory, mask, need_weights)  # [B,1,D]
+            per_layer.append(weights)
+        return tgt, (per_layer if need_weights else None)

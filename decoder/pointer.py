@@ -9,6 +9,7 @@ import math
 import torch
 from torch import Tensor, nn
 
+from checks import check_positive
 from encoder.masking import check_bool_mask, masked_fill_scores
 
 
@@ -34,8 +35,7 @@ class SingleHeadAttention(nn.Module):
 
     def __init__(self, embed_dim: int, tanh_clipping: float = 10.0):
         super().__init__()
-        if tanh_clipping <= 0:
-            raise ValueError(f"tanh_clipping must be > 0, got {tanh_clipping}")
+        check_positive("tanh_clipping", tanh_clipping)
         self.tanh_clipping = tanh_clipping
         self.norm_factor = 1.0 / math.sqrt(embed_dim)
         self.w_query = nn.Linear(embed_dim, embed_dim, bias=False)

@@ -2,6 +2,15 @@
 
 Shape legend used throughout: B batch, Nq queries, Nk keys, D embedding, H heads, d = D / H.
 The reference code names them ``n_batch``, ``n_query``, ``n_key``, ``n_dim``.
+
+``MultiHeadAttention`` projects and splits heads; the attention itself is one of three
+interchangeable functions with one signature (``ATTENTION_IMPLS`` names them):
+
+    attend(Q [B,H,Nq,d], K [B,H,Nk,d], V [B,H,Nk,d], mask [B,Nq,Nk] or None, norm_factor, need_weights)
+        -> (heads [B,H,Nq,d], weights [B,H,Nq,Nk] or None)
+
+``reference_attention`` below is the one to read; ``sdpa_attention`` and ``sparse_attention``
+compute the same numbers faster or over an edge list.
 """
 from __future__ import annotations
 
@@ -11,34 +20,48 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from checks import check_choice, check_divides
 from encoder.masking import check_bool_mask, masked_softmax
-from encoder.sparse import edges_from_mask, sparse_attention
-
-ATTENTION_IMPLS = ("reference", "sdpa", "sparse")
+from encoder.sparse import sparse_attention
 
 
-def reference_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float):
+def reference_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
+                        need_weights: bool = True) -> tuple[Tensor, Tensor]:
     """The reference's computation, step by step: scores, scale, ``masked_fill``, softmax, sum.
 
-    ``Q`` [B,H,Nq,d], ``K`` and ``V`` [B,H,Nk,d], ``mask`` bool broadcastable to [B,H,Nq,Nk].
-    Returns ``(heads [B,H,Nq,d], attention [B,H,Nq,Nk])``.
+    Always returns the weights (they are computed anyway); rows sum to 1 over allowed keys, 0 if none.
     """
     U = norm_factor * torch.matmul(Q, K.transpose(-2, -1))  # [B,H,Nq,Nk]
-    attention = masked_softmax(U, mask)  # rows sum to 1 over allowed keys, 0 if none
-    return torch.matmul(attention, V), attention
+    attention = masked_softmax(U, _per_head(mask))  # every head sees the same graph
+    return torch.matmul(attention, V), attention  # [B,H,Nq,d], [B,H,Nq,Nk]
 
 
-def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float) -> Tensor:
-    """The same attention through ``F.scaled_dot_product_attention`` (fused kernels, no weights).
+def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
+                   need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    """The same attention through ``F.scaled_dot_product_attention`` (fused kernels).
 
-    Returns ``heads [B,H,Nq,d]``. A row with no allowed key is zeroed explicitly: PyTorch's CPU
-    and math kernels already return zeros there, but not every fused GPU kernel promises it.
+    SDPA returns no weights, so a call that needs them (visualisation) takes the reference path.
+    A row with no allowed key is zeroed explicitly: PyTorch's CPU and math kernels already return
+    zeros there, but not every fused GPU kernel promises it.
     """
+    if need_weights:
+        return reference_attention(Q, K, V, mask, norm_factor)
+    mask = _per_head(mask)
     heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=norm_factor)
     if mask is None:
-        return heads
-    has_key = mask.any(dim=-1, keepdim=True)  # [B,1 or H,Nq,1]
-    return heads.masked_fill(~has_key, 0.0)
+        return heads, None
+    has_key = mask.any(dim=-1, keepdim=True)  # [B,1,Nq,1]
+    return heads.masked_fill(~has_key, 0.0), None
+
+
+def _per_head(mask: Tensor | None) -> Tensor | None:
+    """[B,Nq,Nk] -> [B,1,Nq,Nk], broadcast over heads."""
+    return None if mask is None else mask.unsqueeze(1)
+
+
+ATTENTION = {"reference": reference_attention, "sdpa": sdpa_attention, "sparse": sparse_attention}
+ATTENTION_IMPLS = tuple(ATTENTION)
+"""The names ``model.attention_impl`` accepts; all give the same outputs, weights and gradients."""
 
 
 class MultiHeadAttention(nn.Module):
@@ -57,42 +80,33 @@ class MultiHeadAttention(nn.Module):
         embed_dim: D, the size of queries, keys, values and output.
         n_heads: H; must divide ``embed_dim``.
         bias: add biases to the four projections (the reference has none).
-        attention_impl: ``"reference"`` (explicit matmuls + ``masked_fill``: the code to read),
-            ``"sdpa"`` (``F.scaled_dot_product_attention``: fused kernels) or ``"sparse"``
-            (PyG softmax + scatter over the mask's edge list). All three give the same result.
+        attention_impl: one of ``ATTENTION_IMPLS``: ``"reference"`` (explicit matmuls +
+            ``masked_fill``: the code to read), ``"sdpa"`` (``F.scaled_dot_product_attention``:
+            fused kernels) or ``"sparse"`` (PyG softmax + scatter over the mask's edge list).
 
     Shapes:
         q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to
-        [B,Nq,Nk] -> out [B,Nq,D], and attention weights [B,H,Nq,Nk] when ``need_weights``.
+        [B,Nq,Nk] -> ``(out [B,Nq,D], weights [B,H,Nq,Nk] if need_weights else None)``, the
+        return convention of ``torch.nn.MultiheadAttention``.
     """
 
     def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "sdpa"):
         super().__init__()
-        if n_heads < 1 or embed_dim % n_heads != 0:
-            raise ValueError(
-                f"n_heads={n_heads} must be a positive divisor of embed_dim={embed_dim}, "
-                f"e.g. one of {[h for h in range(1, embed_dim + 1) if embed_dim % h == 0][:8]}"
-            )
-        if attention_impl not in ATTENTION_IMPLS:
-            raise ValueError(f"attention_impl={attention_impl!r} is not one of {ATTENTION_IMPLS}")
+        check_divides(n_heads, embed_dim)
+        check_choice("attention_impl", attention_impl, ATTENTION_IMPLS)
         self.embed_dim = embed_dim
         self.n_heads = n_heads
         self.head_dim = embed_dim // n_heads  # the reference's key_dim == value_dim
         self.norm_factor = 1.0 / math.sqrt(self.head_dim)
         self.attention_impl = attention_impl
+        self.attend = ATTENTION[attention_impl]
         self.w_query = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.w_key = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.w_value = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.w_out = nn.Linear(embed_dim, embed_dim, bias=bias)
 
-    def forward(
-        self,
-        q: Tensor,
-        k: Tensor | None = None,
-        v: Tensor | None = None,
-        mask: Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[Tensor, Tensor | None]:
+    def forward(self, q: Tensor, k: Tensor | None = None, v: Tensor | None = None, mask: Tensor | None = None,
+                need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         k = q if k is None else k
         v = q if v is None else v
         B, Nq, D = q.shape
@@ -103,34 +117,16 @@ class MultiHeadAttention(nn.Module):
                 f"got q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
             )
         check_bool_mask(mask, "mask")
-        if mask is not None:
-            mask = mask.expand(B, Nq, Nk)
+        mask = None if mask is None else mask.expand(B, Nq, Nk)
 
         Q = self._split_heads(self.w_query(q))  # [B,H,Nq,d]
         K = self._split_heads(self.w_key(k))  # [B,H,Nk,d]
         V = self._split_heads(self.w_value(v))  # [B,H,Nk,d]
-
-        attention = None
-        if self.attention_impl == "sparse":
-            query_index, key_index = edges_from_mask(mask, B, Nq, Nk)
-            heads, attention = sparse_attention(
-                Q, K, V, query_index, key_index, self.norm_factor, need_weights
-            )
-        elif self.attention_impl == "reference" or need_weights:
-            # SDPA returns no weights; visualisation takes the readable path instead.
-            heads, attention = reference_attention(Q, K, V, _per_head(mask), self.norm_factor)
-        else:
-            heads = sdpa_attention(Q, K, V, _per_head(mask), self.norm_factor)
-
-        out = self.w_out(heads.transpose(1, 2).reshape(B, Nq, D))  # concat heads: [B,Nq,H*d]
-        return out, (attention if need_weights else None)
+        heads, weights = self.attend(Q, K, V, mask, self.norm_factor, need_weights)  # [B,H,Nq,d]
+        out = self.w_out(heads.transpose(1, 2).reshape(B, Nq, D))  # concat heads: [B,Nq,H*d] -> [B,Nq,D]
+        return out, (weights if need_weights else None)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """[B,N,D] -> [B,H,N,d]. The reference keeps heads first, [H,B,N,d]; the maths is the same."""
         B, N, _ = x.shape
         return x.view(B, N, self.n_heads, self.head_dim).transpose(1, 2)
-
-
-def _per_head(mask: Tensor | None) -> Tensor | None:
-    """[B,Nq,Nk] -> [B,1,Nq,Nk], broadcast over heads (every head sees the same graph)."""
-    return None if mask is None else mask.unsqueeze(1)

@@ -53,31 +53,25 @@ def edges_from_mask(mask: Tensor | None, B: int, Nq: int, Nk: int) -> tuple[Tens
     return b * Nq + i, b * Nk + j
 
 
-def sparse_attention(
-    Q: Tensor,
-    K: Tensor,
-    V: Tensor,
-    query_index: Tensor,
-    key_index: Tensor,
-    norm_factor: float,
-    need_weights: bool = False,
-) -> tuple[Tensor, Tensor | None]:
-    """``edge_attention`` on padded per-head tensors, for ``MultiHeadAttention``'s sparse impl.
+def sparse_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
+                     need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    """``edge_attention`` over the True entries of ``mask``, for ``MultiHeadAttention``'s sparse impl.
 
-    ``Q`` [B,H,Nq,d], ``K`` and ``V`` [B,H,Nk,d], indices from ``edges_from_mask``.
-    Returns ``(heads [B,H,Nq,d], attention [B,H,Nq,Nk] or None)``.
+    ``Q`` [B,H,Nq,d], ``K`` and ``V`` [B,H,Nk,d], ``mask`` [B,Nq,Nk] bool or None (all pairs).
+    Returns ``(heads [B,H,Nq,d], weights [B,H,Nq,Nk] or None)``.
     """
     B, H, Nq, d = Q.shape
     Nk = K.shape[2]
+    query_index, key_index = edges_from_mask(mask, B, Nq, Nk)
     edge_index = torch.stack([key_index, query_index]).to(Q.device)
     out, alpha = edge_attention(_as_nodes(Q), _as_nodes(K), _as_nodes(V), edge_index, norm_factor)
     heads = out.view(B, Nq, H, d).transpose(1, 2)  # [B,H,Nq,d]
     if not need_weights:
         return heads, None
-    attention = Q.new_zeros(B, H, Nq, Nk)
+    weights = Q.new_zeros(B, H, Nq, Nk)
     b, i, j = query_index // Nq, query_index % Nq, key_index % Nk
-    attention[b, :, i, j] = alpha
-    return heads, attention
+    weights[b, :, i, j] = alpha
+    return heads, weights
 
 
 def _as_nodes(x: Tensor) -> Tensor:

@@ -7,13 +7,15 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from rl.episodes import FinishedEpisode
+
 
 @dataclass
 class Rollout:
     """One rollout of ``num_steps`` (T) steps from ``num_envs`` (E) envs, kept on the CPU.
 
     Observations are stored in the env's padded layout ([T,E,N_max,...]), which costs O(N*K)
-    per step: the dense [N,N] adjacency is rebuilt inside the policy's forward pass.
+    per step: the dense [N,N] adjacency is rebuilt when a minibatch is collated.
     """
 
     num_steps: int
@@ -22,23 +24,27 @@ class Rollout:
     actions: Tensor = field(init=False)
     logprobs: Tensor = field(init=False)
     values: Tensor = field(init=False)
+    """The critic's V(s_t) when the action was taken: the value loss is clipped around it."""
     rewards: Tensor = field(init=False)
     terminated: Tensor = field(init=False)
     truncated: Tensor = field(init=False)
-    final_values: Tensor = field(init=False)
-    """V(final observation) at steps where the episode was truncated, 0 elsewhere."""
-    greedy_values: Tensor = field(init=False)
-    """W(s_t), greedy's return from the state on the true map, when the run uses it (else 0)."""
-    greedy_final_values: Tensor = field(init=False)
-    """W(final observation) at steps where the episode was truncated, 0 elsewhere."""
+    bootstrap_values: Tensor = field(init=False)
+    """The values GAE bootstraps from (``rl.bootstrap``): V(s_t) under ``critic``, W(s_t) under ``greedy_rollout``."""
+    final_bootstrap_values: Tensor = field(init=False)
+    """The same value of the final observation at steps where the episode was truncated, 0 elsewhere."""
+    next_bootstrap_values: Tensor = field(init=False)
+    """[E], the same value of the observation after the last step."""
+    episodes: list[FinishedEpisode] = field(default_factory=list)
+    """The episodes that ended during the rollout, in the order they ended."""
 
     def __post_init__(self) -> None:
         T, E = self.num_steps, self.num_envs
         self.actions = torch.zeros(T, E, dtype=torch.long)
-        (self.logprobs, self.values, self.rewards, self.final_values, self.greedy_values,
-         self.greedy_final_values) = (torch.zeros(T, E) for _ in range(6))
+        self.logprobs, self.values, self.rewards, self.bootstrap_values, self.final_bootstrap_values = (
+            torch.zeros(T, E) for _ in range(5))
         self.terminated = torch.zeros(T, E, dtype=torch.bool)
         self.truncated = torch.zeros(T, E, dtype=torch.bool)
+        self.next_bootstrap_values = torch.zeros(E)
 
     def store_obs(self, t: int, obs: dict[str, np.ndarray]) -> None:
         for key, value in obs.items():

@@ -6,13 +6,13 @@ counters, the torch RNG state, and each env's episode number and actions since i
 """
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from rl.atomic import atomic_write
 
 _NAME = re.compile(r"checkpoint_(\d+)\.pt$")
 
@@ -22,19 +22,9 @@ def checkpoint_path(run_dir: Path, update: int) -> Path:
 
 
 def save_checkpoint(state: dict[str, Any], path: Path) -> None:
-    """Write ``state`` to ``path`` via a temporary file and a rename, so a kill at any moment
-    leaves either the previous checkpoint or the complete new one, never a torn file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write ``state`` to ``path`` atomically: a kill at any moment leaves either the previous
+    checkpoint or the complete new one, never a torn file."""
+    atomic_write(path, lambda f: torch.save(state, f))
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

@@ -1,7 +1,6 @@
 """Running whole episodes with any policy, and summarising them with 95% confidence intervals."""
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,10 +13,12 @@ from tqdm import tqdm
 from config import Config, EnvConfig, load_config
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
+from graph_batch import collate
 from policy import PolicyNet
 from rl.checkpoint import latest_checkpoint, load_checkpoint
 from rl.envs import make_env
 from rl.seeding import eval_episode_seed
+from stats import mean_ci
 
 Actor = Callable[[dict, gym.Env], int]
 """``act(obs, env) -> slot``: the signature shared by the trained policy and the baselines."""
@@ -51,11 +52,13 @@ def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
     return policy.eval(), config
 
 
-def greedy_actor(policy: PolicyNet) -> Actor:
-    """The trained policy, taking its most probable valid move."""
+def argmax_actor(policy: PolicyNet) -> Actor:
+    """The trained policy, taking its most probable valid move (the argmax of its logits)."""
+    device = next(policy.parameters()).device
+
     def act(obs: dict, env: gym.Env) -> int:
         with torch.no_grad():
-            logits, _ = policy(obs)
+            logits, _ = policy(collate(obs, device))
         return int(logits.argmax(-1).item())
 
     return act
@@ -100,30 +103,6 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
                 bar.update(1)
     env.close()
     return results
-
-
-# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (standard tables).
-_T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-          2.045, 2.042)
-
-
-def t_quantile_975(df: int) -> float:
-    """Student's t quantile for a 95% interval; past the table, the expansion z + (z^3 + z) / (4 df)."""
-    if df <= len(_T_975):
-        return _T_975[df - 1]
-    z = 1.959964
-    return z + (z**3 + z) / (4 * df)
-
-
-def mean_ci(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and half-width of its 95% confidence interval (Student's t, so 3 seeds get a wide
-    one, as they should); the half-width is 0 for a single value."""
-    if not values:
-        return float("nan"), float("nan")
-    x = np.asarray(values, dtype=float)
-    half = t_quantile_975(len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else 0.0
-    return float(x.mean()), float(half)
 
 
 def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]]:

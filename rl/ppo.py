@@ -6,7 +6,7 @@ from torch import Tensor, nn
 from torch.distributions import Categorical
 
 from config import PPOConfig
-from env.observation import NODE_MASK
+from graph_batch import forward_observations
 from rl.buffer import Rollout
 
 
@@ -19,20 +19,6 @@ def masked_policy(logits: Tensor) -> Categorical:
     so masked actions have probability exactly 0, are never sampled, and add exactly 0 to the
     entropy: the entropy is over valid actions only."""
     return Categorical(logits=logits)
-
-
-def forward_in_size_buckets(policy: nn.Module, obs: dict[str, Tensor], buckets: int) -> tuple[Tensor, Tensor]:
-    """``policy(obs)`` as ``buckets`` calls on consecutive slices of a batch sorted by graph size.
-
-    ``PolicyNet`` trims each call's padding down to that call's largest graph, so in one call a
-    minibatch's early-episode observations pay attention over its largest late-episode graph;
-    sorted slices each pay for their own. Same outputs (logits [B,K], values [B]) up to float
-    rounding, and the gradients of a loss on them are those of one call (tested);
-    ``docs/performance.md`` has the speed-up.
-    """
-    buckets = min(buckets, len(next(iter(obs.values()))))  # no empty slices
-    parts = [policy(dict(zip(obs, values))) for values in zip(*(v.tensor_split(buckets) for v in obs.values()))]
-    return torch.cat([logits for logits, _ in parts]), torch.cat([values for _, values in parts])
 
 
 def explained_variance(predicted: Tensor, target: Tensor) -> float:
@@ -48,30 +34,29 @@ def ppo_update(
     advantages: Tensor,
     returns: Tensor,
     config: PPOConfig,
-    device: torch.device,
     step: int,
 ) -> dict[str, float]:
     """``update_epochs`` passes of minibatch gradient steps over one rollout.
 
-    Returns the last minibatch's losses and the run's diagnostics under CleanRL's names.
-    Raises ``NonFiniteLossError`` naming ``step`` if a loss is not finite, before any weight of
-    that minibatch changes.
+    ``advantages`` and ``returns`` are [T,E], from ``rl.gae.compute_gae``. Returns the last
+    minibatch's losses and the run's diagnostics under CleanRL's names. Raises
+    ``NonFiniteLossError`` naming ``step`` (the global step) if a loss is not finite, before any
+    weight of that minibatch changes.
     """
+    device = next(policy.parameters()).device
     batch_size = rollout.num_steps * rollout.num_envs
     minibatch_size = max(1, batch_size // config.num_minibatches)
+
     def flat(x: Tensor) -> Tensor:
         return x.flatten(0, 1).to(device)  # [T,E] -> [T*E]
 
     old_logprobs, old_values, actions = flat(rollout.logprobs), flat(rollout.values), flat(rollout.actions)
     advantages, returns = flat(advantages), flat(returns)
-    graph_sizes = rollout.obs[NODE_MASK].flatten(0, 1).sum(-1)  # [T*E] real nodes per observation
     clipfracs: list[float] = []
     for _ in range(config.update_epochs):
         for index in torch.randperm(batch_size).split(minibatch_size):
-            index = index[graph_sizes[index].argsort(stable=True)]  # the same minibatch, smallest graph first
-            obs = {key: value.to(device) for key, value in rollout.flat_obs(index).items()}
+            logits, new_values = forward_observations(policy, rollout.flat_obs(index), config.size_buckets)
             index = index.to(device)
-            logits, new_values = forward_in_size_buckets(policy, obs, config.size_buckets)
             dist = masked_policy(logits)
             log_ratio = dist.log_prob(actions[index]) - old_logprobs[index]
             ratio = log_ratio.exp()

@@ -5,16 +5,16 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
-from rl.evaluation import mean_ci
+from stats import format_mean_ci, mean_ci
 
 COLUMNS = ["label", "seed", "parameters", "success_rate", "coverage", "travel_to_complete",
            "ratio_to_nearest_frontier", "final_return", "sps", "run_dir"]
-METRICS = {  # column -> (header, format)
-    "success_rate": ("success rate", "{:.2f} ± {:.2f}"),
-    "travel_to_complete": ("travel to complete (cells)", "{:.1f} ± {:.1f}"),
-    "ratio_to_nearest_frontier": ("travel / nearest frontier", "{:.3f} ± {:.3f}"),
-    "final_return": ("final return", "{:.2f} ± {:.2f}"),
-    "sps": ("training SPS", "{:.0f} ± {:.0f}"),
+METRICS = {  # column -> (header, decimals)
+    "success_rate": ("success rate", 2),
+    "travel_to_complete": ("travel to complete (cells)", 1),
+    "ratio_to_nearest_frontier": ("travel / nearest frontier", 3),
+    "final_return": ("final return", 2),
+    "sps": ("training SPS", 0),
 }
 
 
@@ -40,8 +40,8 @@ def markdown_table(results: list[dict]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, runs in by_setting(results).items():
         cells = [label, str(len(runs)), f"{runs[0]['parameters']:,}"]
-        for column, (_, fmt) in METRICS.items():
+        for column, (_, decimals) in METRICS.items():
             values = [r[column] for r in runs if r[column] == r[column]]  # drop NaN
-            cells.append(fmt.format(*mean_ci(values)) if values else "n/a")
+            cells.append(format_mean_ci(*mean_ci(values), decimals))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +16,9 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from config import load_config
 from env.baselines import BASELINES
+from rl.atomic import atomic_write_text
 from rl.checkpoint import latest_checkpoint
-from rl.evaluation import evaluate_actors, greedy_actor, summarise, travel_ratio
+from rl.evaluation import evaluate_actors, argmax_actor, summarise, travel_ratio
 from rl.trainer import Trainer
 
 RESULT = "result.json"
@@ -73,7 +73,7 @@ def run_one(spec: RunSpec) -> dict:
         trainer = Trainer.create(load_config(spec.config_path, overrides), run_dir)
     trainer.train(progress=False)
 
-    actors = {"agent": greedy_actor(trainer.policy.eval()), "nearest_frontier": BASELINES["nearest_frontier"]}
+    actors = {"agent": argmax_actor(trainer.policy.eval()), "nearest_frontier": BASELINES["nearest_frontier"]}
     episodes = evaluate_actors(actors, trainer.config.env, spec.episodes, spec.eval_seed, progress=False)
     agent = summarise(episodes["agent"])
     ratio, _, _ = travel_ratio(episodes["agent"], episodes["nearest_frontier"])
@@ -90,7 +90,5 @@ def run_one(spec: RunSpec) -> dict:
         "sps": sps[-1] if sps else float("nan"),
         "curves": {"return": [steps, returns], "coverage": [coverage_steps, coverage]},
     }
-    tmp = run_dir / (RESULT + ".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, run_dir / RESULT)
+    atomic_write_text(run_dir / RESULT, json.dumps(result))
     return result

@@ -21,6 +21,6 @@ SCALAR_TAGS = {
 }
 TEXT_TAGS = {"hyperparameters": "the resolved config, as a Markdown table"}
 IMAGE_TAGS = {
-    "images/episode": "a greedy episode on a held-out map, rendered at its end",
+    "images/episode": "an episode of the policy's argmax moves on a held-out map, rendered at its end",
     "images/attention": "the last encoder layer's attention, one heat map per head, for that episode's last state",
 }

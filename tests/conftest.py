@@ -1,20 +1,10 @@
 """Shared test fixtures: random padded graphs, and one small trained run."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from bench.synthetic import random_graph
-from config import load_config
-
-HEAD_COUNTS = [1, 2, 4, 8]
-ROOT = Path(__file__).parents[1]
-SMOKE = ROOT / "configs" / "smoke.yaml"
-
-
-def smoke_config(run_dir, *overrides):
-    return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])
+from tests.helpers import smoke_config
 
 
 @pytest.fixture
@@ -28,9 +18,10 @@ def smoke_run(tmp_path_factory):
     import train
     from rl.checkpoint import latest_checkpoint
     from rl.trainer import Trainer
+    from viz.heatmaps import attention_heatmaps
 
     run_dir = tmp_path_factory.mktemp("smoke")
-    Trainer.create(smoke_config(run_dir), run_dir).train(max_updates=2)
+    Trainer.create(smoke_config(run_dir), run_dir, attention_heatmaps).train(max_updates=2)
     assert latest_checkpoint(run_dir).name == "checkpoint_000002.pt"
     assert train.main(["--resume", str(run_dir)]) == 0
     return run_dir

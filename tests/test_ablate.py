@@ -4,7 +4,7 @@ import csv
 import pytest
 
 import ablate
-from tests.conftest import SMOKE
+from tests.helpers import SMOKE
 
 ARGS = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2", "--workers", "2",
         "ppo.total_timesteps=64"]

@@ -7,9 +7,10 @@ from torch.distributions import Categorical
 from config import ModelConfig
 from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES, observation_space
-from policy import PolicyNet, observation_to_tensors
+from graph_batch import collate
+from policy import PolicyNet
 from bench.synthetic import random_graph
-from tests.conftest import HEAD_COUNTS
+from tests.helpers import HEAD_COUNTS
 
 N_MAX, K = 12, 5
 
@@ -52,7 +53,7 @@ def test_test_observations_fit_the_env_observation_space():
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_batched_output_shapes_and_masking(n_heads):
     obs = observations(6)
-    logits, value = make_policy(n_heads=n_heads)(obs)
+    logits, value = make_policy(n_heads=n_heads)(collate(obs))
     assert logits.shape == (6, K) and value.shape == (6,)
     probs = Categorical(logits=logits).probs
     action_mask = torch.from_numpy(obs["action_mask"]).bool()
@@ -62,40 +63,41 @@ def test_batched_output_shapes_and_masking(n_heads):
 
 def test_single_numpy_torch_and_batched_observations_agree():
     policy, obs = make_policy(), observations(3)
-    logits, value = policy(obs)
+    logits, value = policy(collate(obs))
     for b in range(3):
         one = single(obs, b)
-        torch.testing.assert_close(policy(one)[0], logits[b : b + 1])
+        torch.testing.assert_close(policy(collate(one))[0], logits[b : b + 1])
         torch_one = {key: torch.as_tensor(value) for key, value in one.items()}
-        torch.testing.assert_close(policy(torch_one)[1], value[b : b + 1])
+        torch.testing.assert_close(policy(collate(torch_one))[1], value[b : b + 1])
 
 
-def test_observation_tensors_have_project_dtypes():
-    t = observation_to_tensors(observations(2))
-    assert t["node_mask"].dtype == torch.bool and t["action_mask"].dtype == torch.bool
-    assert t["neighbors"].dtype == torch.long and t["current_index"].shape == (2,)
+def test_collated_batch_has_project_dtypes():
+    batch = collate(observations(2))
+    assert batch.node_mask.dtype == batch.adjacency.dtype == batch.action_mask.dtype == torch.bool
+    assert batch.candidates.dtype == torch.long and batch.current_index.shape == (2,)
+    assert batch.adjacency.shape == (2, batch.node_mask.shape[1], batch.node_mask.shape[1])
 
 
 def test_attention_implementations_give_the_same_policy():
     obs = observations(4)
-    outputs = [make_policy(attention_impl=impl)(obs) for impl in ATTENTION_IMPLS]
+    outputs = [make_policy(attention_impl=impl)(collate(obs)) for impl in ATTENTION_IMPLS]
     for logits, value in outputs[1:]:
         torch.testing.assert_close(logits, outputs[0][0])
         torch.testing.assert_close(value, outputs[0][1])
 
 
-def test_return_attention_exposes_every_layer_and_the_pointer():
+def test_need_weights_exposes_every_layer_and_the_pointer():
     obs = observations(2)
     n_used = int(obs["node_mask"].any(0).nonzero()[0].max()) + 1  # trailing padding is trimmed
-    logits, value, attention = make_policy()(obs, return_attention=True)
-    assert len(attention["encoder"]) == 2 and attention["encoder"][0].shape == (2, 4, n_used, n_used)
-    assert attention["decoder"][0].shape == (2, 4, 1, n_used)
-    torch.testing.assert_close(attention["pointer"], torch.softmax(logits, -1))
+    logits, value, attention = make_policy()(collate(obs), need_weights=True)
+    assert len(attention.encoder) == 2 and attention.encoder[0].shape == (2, 4, n_used, n_used)
+    assert attention.decoder[0].shape == (2, 4, 1, n_used)
+    torch.testing.assert_close(attention.pointer, torch.softmax(logits, -1))
 
 
 def test_separate_critic_shares_nothing_with_the_actor():
     policy, obs = make_policy(separate_critic=True), observations(3)
-    logits, value = policy(obs)
+    logits, value = policy(collate(obs))
     value.sum().backward()
     assert all(p.grad is None for p in policy.actor_trunk.parameters())
     assert all(p.grad is None for p in policy.pointer.parameters())
@@ -104,7 +106,7 @@ def test_separate_critic_shares_nothing_with_the_actor():
 
 def test_shared_critic_trains_the_shared_trunk():
     policy = make_policy()
-    policy(observations(3))[1].sum().backward()
+    policy(collate(observations(3)))[1].sum().backward()
     assert policy.critic_trunk is None
     assert policy.actor_trunk.encoder.layers[0].feed_forward[0].weight.grad.abs().sum() > 0
 
@@ -114,14 +116,14 @@ def test_current_index_on_a_padding_node_is_an_error():
     obs["current_index"][1] = N_MAX - 1
     obs["node_mask"][1, N_MAX - 1] = 0
     with pytest.raises(ValueError, match="current_index must point at a real node"):
-        make_policy()(obs)
+        make_policy()(collate(obs))
 
 
 def test_no_valid_action_is_an_error():
     obs = observations(2)
     obs["action_mask"][0] = 0
     with pytest.raises(ValueError, match=r"every candidate is masked for batch rows \[0\]"):
-        make_policy()(obs)
+        make_policy()(collate(obs))
 
 
 def test_head_count_does_not_change_the_parameter_count():
@@ -132,7 +134,7 @@ def test_head_count_does_not_change_the_parameter_count():
 def test_policy_leaves_the_observation_untouched():
     obs = observations(3)
     before = {key: value.copy() for key, value in obs.items()}
-    make_policy()(obs, return_attention=True)
+    make_policy()(collate(obs), need_weights=True)
     for key, value in obs.items():
         assert np.array_equal(value, before[key]), key
 
@@ -145,5 +147,5 @@ def test_trailing_padding_is_trimmed_without_changing_any_output():
     padded["node_mask"] = np.concatenate([obs["node_mask"], np.zeros((3, extra), np.int8)], 1)
     padded["neighbors"] = np.concatenate([obs["neighbors"], np.full((3, extra, K), N_MAX + 1)], 1)
     policy = make_policy()
-    for got, expected in zip(policy(padded), policy(obs)):
+    for got, expected in zip(policy(collate(padded)), policy(collate(obs))):
         torch.testing.assert_close(got, expected)

@@ -1,12 +1,14 @@
-"""Ablation plots: learning curves per setting (seeds, mean, 95% CI), and a final metric per setting."""
+"""Ablation plots: learning curves per setting (seeds, mean, 95% CI), and a final metric per setting.
+
+Both take the sweep's results grouped by setting, ``{label: [result dict per seed]}`` (``rl.report.by_setting``).
+"""
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
 
-from rl.evaluation import mean_ci
-from rl.report import by_setting
+from stats import mean_ci
 from viz.heatmaps import plt
 
 
@@ -26,7 +28,7 @@ CURVES = {  # curve -> (axis label, the range its values live in)
 }
 
 
-def learning_curves(results: list[dict], total_steps: int, path: Path, bins: int = 20) -> None:
+def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path, bins: int = 20) -> None:
     """Coverage and return against env steps, one colour per setting: each seed as a thin line,
     the mean over seeds as a thick one, shaded ± 95% CI from 3 seeds on (with 2, Student's t makes
     the band 12.7 standard deviations wide and the seeds themselves say more), kept inside the
@@ -34,8 +36,7 @@ def learning_curves(results: list[dict], total_steps: int, path: Path, bins: int
     edges = np.linspace(0, total_steps, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(by_setting(results)))),
-                                     by_setting(results).items()):
+    for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(groups))), groups.items()):
         for ax, (curve, (_, (lowest, highest))) in zip(axes, CURVES.items()):
             per_seed = np.array([binned(*r["curves"][curve], edges) for r in runs])  # [seeds, bins]
             stats = [mean_ci([v for v in column if v == v]) for column in per_seed.T]
@@ -55,9 +56,8 @@ def learning_curves(results: list[dict], total_steps: int, path: Path, bins: int
     plt.close(fig)
 
 
-def final_metric(results: list[dict], column: str, ylabel: str, path: Path) -> None:
+def final_metric(groups: dict[str, list[dict]], column: str, ylabel: str, path: Path) -> None:
     """``column`` per setting: each seed as a dot, the mean ± 95% CI as an error bar."""
-    groups = by_setting(results)
     fig, ax = plt.subplots(figsize=(1.4 * len(groups) + 3, 3.6))
     for x, (label, runs) in enumerate(groups.items()):
         values = [r[column] for r in runs if r[column] == r[column]]

@@ -4,7 +4,7 @@ import torch
 
 from decoder.layers import Decoder
 from encoder.attention import ATTENTION_IMPLS
-from tests.conftest import HEAD_COUNTS
+from tests.helpers import HEAD_COUNTS
 
 D = 32
 
@@ -17,10 +17,10 @@ def test_padding_nodes_do_not_reach_the_current_node(n_heads, impl):
     node_mask = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])
     memory, tgt = torch.randn(2, 5, D), torch.randn(2, 1, D)
     noisy = torch.where(node_mask.unsqueeze(-1), memory, torch.randn(2, 5, D))
-    out = decoder(tgt, memory, node_mask)
-    assert torch.equal(decoder(tgt, noisy, node_mask)[0], out[0])
-    assert not torch.allclose(decoder(tgt, noisy + 1e-1 * torch.randn(2, 5, D), node_mask), out)
-    out_with_weights, attention = decoder(tgt, memory, node_mask, return_attention=True)
+    out, _ = decoder(tgt, memory, node_mask)
+    assert torch.equal(decoder(tgt, noisy, node_mask)[0][0], out[0])
+    assert not torch.allclose(decoder(tgt, noisy + 1e-1 * torch.randn(2, 5, D), node_mask)[0], out)
+    out_with_weights, attention = decoder(tgt, memory, node_mask, need_weights=True)
     torch.testing.assert_close(out_with_weights, out)
     assert len(attention) == 2
     for weights in attention:

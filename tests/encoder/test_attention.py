@@ -5,7 +5,7 @@ from torch import nn
 from torch_geometric.nn import TransformerConv
 
 from encoder.attention import ATTENTION_IMPLS, MultiHeadAttention
-from tests.conftest import HEAD_COUNTS
+from tests.helpers import HEAD_COUNTS
 
 D = 32
 
@@ -121,12 +121,12 @@ def test_self_attention_defaults_k_and_v_to_q_and_leaves_inputs_untouched():
 
 
 def test_bad_head_count_names_the_allowed_ones():
-    with pytest.raises(ValueError, match=r"n_heads=3 must be a positive divisor of embed_dim=32"):
+    with pytest.raises(ValueError, match=r"n_heads=3 must divide embed_dim=32; allowed head counts: \[1, 2, 4, 8, 16, 32\]"):
         MultiHeadAttention(32, 3)
 
 
 def test_unknown_implementation_is_an_error():
-    with pytest.raises(ValueError, match="attention_impl='flash'"):
+    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse'\], got 'flash'"):
         MultiHeadAttention(32, 4, attention_impl="flash")
 
 

@@ -82,3 +82,26 @@ def test_greedy_prefers_utility_per_distance():
               for slot, node in enumerate(obs[NEIGHBORS][current]) if slot and node >= 0}
     assert max(scores.values()) > 0
     assert scores[BASELINES["greedy"](obs, env)] == max(scores.values())
+
+
+@pytest.mark.parametrize("name", sorted(BASELINES))
+def test_baselines_take_the_env_as_gymnasium_make_returns_it(name):
+    """Wrappers (order enforcing, passive checker, time limit) no longer forward attributes in
+    gymnasium 1.x: a baseline must still play, and play exactly as on the bare env."""
+    import gymnasium as gym
+
+    import env  # noqa: F401  (registers the ids)
+
+    moves = {}
+    for wrapped in (True, False):
+        made = gym.make("GridExplore-v0", map_size=16, max_steps=40)
+        target = made if wrapped else made.unwrapped
+        obs, _ = made.reset(seed=3)
+        moves[wrapped] = []
+        for _ in range(40):
+            action = BASELINES[name](obs, target)
+            moves[wrapped].append(action)
+            obs, _, terminated, truncated, _ = made.step(action)
+            if terminated or truncated:
+                break
+    assert moves[True] == moves[False] and len(moves[True]) > 1

@@ -6,27 +6,12 @@ from env.geometry import line_cells
 from env.graph import ViewpointGraph
 from env.grid_explore import GridExploreEnv
 from env.sensing import FREE, OCCUPIED, UNKNOWN
+from tests.helpers import GRAPH_PAD, viewpoint_graph, walled_room
 
-PAD = 6
-
-
-def _graph(belief: np.ndarray, start=(5, 5), spacing=4, k=9, n_max=50, utility_range=4):
-    """A graph over the unpadded ``belief`` (walls outside), updated once."""
-    padded = np.pad(belief, PAD, constant_values=OCCUPIED)
-    graph = ViewpointGraph(height=belief.shape[0], width=belief.shape[1], pad=PAD, start=start,
-                           spacing=spacing, k=k, n_max=n_max, utility_range=utility_range)
-    graph.update(padded.ravel(), frontier_mask(padded).ravel())
-    return graph
-
-
-def _room(size=11) -> np.ndarray:
-    belief = np.full((size, size), FREE, dtype=np.int8)
-    belief[[0, -1], :] = belief[:, [0, -1]] = OCCUPIED
-    return belief
 
 
 def test_open_room_graph_is_the_full_lattice():
-    graph = _graph(_room())
+    graph = viewpoint_graph(walled_room())
     assert graph.n_nodes == 9
     assert {tuple(p) for p in graph.positions()} == {(r, c) for r in (1, 5, 9) for c in (1, 5, 9)}
     table = graph.neighbors()
@@ -41,10 +26,10 @@ def test_open_room_graph_is_the_full_lattice():
 
 
 def test_known_wall_cuts_edges_and_unknown_cells_hold_nodes_back():
-    belief = _room()
+    belief = walled_room()
     belief[1:10, 7] = OCCUPIED
     belief[1:10, 8:10] = UNKNOWN
-    graph = _graph(belief)
+    graph = viewpoint_graph(belief)
     cols = {int(c) for _, c in graph.positions()}
     assert cols == {1, 5}  # the right lattice column is behind a wall and unknown
     centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
@@ -65,11 +50,11 @@ def _brute_force_utility(belief: np.ndarray, position, utility_range: int) -> in
 
 @pytest.mark.parametrize("utility_range", [3, 4, 6])
 def test_utility_counts_visible_frontier_cells(utility_range):
-    belief = _room(13)
+    belief = walled_room(13)
     belief[2:11, 9:12] = UNKNOWN
     belief[4, 3:7] = OCCUPIED  # hides part of the frontier from the top nodes
     belief[8, 8] = UNKNOWN
-    graph = _graph(belief, start=(6, 6), spacing=4, utility_range=utility_range)
+    graph = viewpoint_graph(belief, start=(6, 6), spacing=4, utility_range=utility_range)
     assert graph.utility.any()
     for node, position in enumerate(graph.positions()):
         assert graph.utility[node] == _brute_force_utility(belief, position, utility_range), position
@@ -77,19 +62,19 @@ def test_utility_counts_visible_frontier_cells(utility_range):
 
 def test_more_nodes_than_n_max_is_a_clear_error():
     with pytest.raises(ValueError, match=r"9 nodes, more than n_max=5; raise n_max or node_spacing"):
-        _graph(_room(), n_max=5)
+        viewpoint_graph(walled_room(), n_max=5)
 
 
 def test_env_reports_graph_overflow(tmp_path):
     path = tmp_path / "room.npy"
-    np.save(path, _room(21) == OCCUPIED)  # an open room: the first sweep reveals many nodes
+    np.save(path, walled_room(21) == OCCUPIED)  # an open room: the first sweep reveals many nodes
     env = GridExploreEnv(map_file=str(path), n_max=3)
     with pytest.raises(ValueError, match=r"has \d+ nodes, more than n_max=3; raise n_max"):
         env.reset(seed=0)
 
 
 def test_small_k_keeps_the_nearest_neighbours():
-    graph = _graph(_room(), k=5)
+    graph = viewpoint_graph(walled_room(), k=5)
     centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
     positions = graph.positions()
     hops = {tuple(positions[n] - positions[centre]) for n in graph.neighbors()[centre, 1:]}

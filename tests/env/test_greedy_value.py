@@ -10,17 +10,7 @@ import env.greedy_value as greedy_value_module
 from env.baselines import greedy
 from env.greedy_value import GREEDY_VALUE, GreedyValue
 from env.observation import ACTION_MASK
-
-
-def greedy_return_by_hand(env, obs, terminated=False) -> float:
-    """Greedy from here to the end in a plain deep copy, its moves counted from here."""
-    world, total = copy.deepcopy(env.unwrapped), 0.0
-    for _ in range(0 if terminated else world.config.max_steps):
-        obs, reward, terminated, *_ = world.step(greedy(obs, world))
-        total += reward
-        if terminated:
-            break
-    return total
+from tests.helpers import greedy_return_by_hand
 
 
 def make():

@@ -9,7 +9,7 @@ import pytest
 from env.baselines import nearest_frontier
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURE_NAMES, NODE_FEATURES
-from tests.env.test_graph import _graph, _room
+from tests.helpers import viewpoint_graph, walled_room
 
 GUIDEPOST = NODE_FEATURE_NAMES.index("guidepost")
 
@@ -93,7 +93,7 @@ def test_nearest_frontier_follows_the_guidepost():
 
 
 def test_guidepost_on_a_hand_built_room_takes_the_nearest_then_the_lower_index():
-    graph = _graph(_room())  # the full 3x3 lattice; node 0 is the start, in the middle
+    graph = viewpoint_graph(walled_room())  # the full 3x3 lattice; node 0 is the start, in the middle
     assert graph.n_nodes == 9
     position = {tuple(rc): node for node, rc in enumerate(graph.positions().tolist())}
     north, south, corner = position[(1, 5)], position[(9, 5)], position[(1, 1)]

@@ -6,7 +6,8 @@ from config import ModelConfig, PPOConfig
 from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from rl.buffer import Rollout
-from rl.ppo import explained_variance, forward_in_size_buckets, masked_policy, ppo_update
+from graph_batch import collate, forward_observations
+from rl.ppo import explained_variance, masked_policy, ppo_update
 
 
 def test_masked_actions_have_probability_zero_and_no_entropy_share():
@@ -42,7 +43,7 @@ def test_update_raises_the_probability_of_actions_with_positive_advantage():
     rollout = synthetic_rollout()
     obs = rollout.flat_obs(torch.arange(32))
     with torch.no_grad():
-        logits, values = policy(obs)
+        logits, values = forward_observations(policy, obs)
         dist = masked_policy(logits)
         actions = dist.sample()
         rollout.actions = actions.view(8, 4)
@@ -50,9 +51,9 @@ def test_update_raises_the_probability_of_actions_with_positive_advantage():
         rollout.values = values.view(8, 4)
     advantages = torch.where(actions.view(8, 4) == 0, 1.0, -1.0)  # staying in slot 0 was good, all else bad
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
-    stats = ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values, PPOConfig(), torch.device("cpu"), 0)
+    stats = ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values, PPOConfig(), 0)
     with torch.no_grad():
-        after = masked_policy(policy(obs)[0]).probs[:, 0]
+        after = masked_policy(forward_observations(policy, obs)[0]).probs[:, 0]
     assert after.mean() > dist.probs[:, 0].mean() + 0.05
     assert set(stats) == {"policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance"}
     assert stats["approx_kl"] > 0 and 0 <= stats["clipfrac"] <= 1
@@ -63,19 +64,19 @@ def small_policy(seed=0):
     return PolicyNet(ModelConfig(embed_dim=16, n_heads=2, n_layers=2, ff_dim=32))
 
 
-def test_size_buckets_give_the_outputs_and_gradients_of_one_call():
+def test_size_buckets_give_the_outputs_and_gradients_of_one_call_in_the_callers_order():
     rollout = synthetic_rollout(N=12, full=False)
-    obs = rollout.flat_obs(rollout.obs["node_mask"].flatten(0, 1).sum(-1).argsort())
+    obs = rollout.flat_obs(torch.arange(32))  # graph sizes unsorted: the slices sort, the outputs must not
     sizes = obs["node_mask"].sum(-1)
-    assert sizes[0] < sizes[-1]  # the slices really trim to different sizes
+    assert sizes.min() < sizes.max() and not (sizes.diff() >= 0).all()
     gradients = []
     for buckets in (1, 3, 64):  # 64 > the batch of 32: one observation per call
         policy = small_policy()
-        logits, values = forward_in_size_buckets(policy, obs, buckets)
+        logits, values = forward_observations(policy, obs, buckets)
         (logits.clamp(min=-1e4).logsumexp(-1).sum() + values.square().sum()).backward()
         gradients.append(torch.cat([p.grad.flatten() for p in policy.parameters()]))
         with torch.no_grad():
-            reference_logits, reference_values = small_policy()(obs)
+            reference_logits, reference_values = small_policy()(collate(obs))
         torch.testing.assert_close(logits, reference_logits)
         torch.testing.assert_close(values, reference_values)
     for gradient in gradients[1:]:
@@ -86,7 +87,7 @@ def test_update_in_size_buckets_moves_the_weights_as_the_update_in_one_call():
     rollout = synthetic_rollout(N=12, full=False)
     obs = rollout.flat_obs(torch.arange(32))
     with torch.no_grad():
-        logits, values = small_policy()(obs)
+        logits, values = forward_observations(small_policy(), obs)
         actions = masked_policy(logits).sample()
     rollout.actions = actions.view(8, 4)
     rollout.logprobs = masked_policy(logits).log_prob(actions).view(8, 4)
@@ -98,7 +99,7 @@ def test_update_in_size_buckets_moves_the_weights_as_the_update_in_one_call():
         optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
         torch.manual_seed(1)  # the same minibatches
         ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values,
-                   PPOConfig(num_minibatches=2, update_epochs=2, size_buckets=buckets), torch.device("cpu"), 0)
+                   PPOConfig(num_minibatches=2, update_epochs=2, size_buckets=buckets), 0)
         weights.append(torch.cat([p.detach().flatten() for p in policy.parameters()]))
     moved = (weights[0] - torch.cat([p.detach().flatten() for p in small_policy().parameters()])).abs().max()
     assert moved > 1e-4  # the update did something to compare

@@ -9,14 +9,15 @@ import time
 
 import pytest
 import torch
-from torch.utils.tensorboard import SummaryWriter
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import evaluate
 import train
 from config import ConfigError, load_config
 from env.maps import MAP_FAMILIES
+from graph_batch import forward_observations
 from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.collector import VectorEnvCollector
 from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.gae import compute_gae
@@ -24,9 +25,7 @@ from rl.ppo import NonFiniteLossError
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
 from rl.seeding import train_episode_seed
 from rl.trainer import Trainer
-from tests.env.test_greedy_value import greedy_return_by_hand
-
-from tests.conftest import ROOT, SMOKE, smoke_config
+from tests.helpers import ROOT, SMOKE, greedy_return_by_hand, smoke_config
 
 
 def test_run_folder_holds_config_events_and_checkpoints(smoke_run):
@@ -57,7 +56,7 @@ def test_evaluate_runs_on_the_trained_checkpoint(smoke_run, tmp_path, capsys):
     assert evaluate.main(["--checkpoint", str(smoke_run), "--episodes", "2", "--json", str(out),
                           "--gif", str(tmp_path / "ep.gif")]) == 0
     table = capsys.readouterr().out
-    for name in ("agent", "random", "nearest_frontier", "greedy"):
+    for name in ("agent (argmax)", "random", "nearest_frontier", "greedy"):
         assert f"| {name} |" in table
     assert "| travel / nearest frontier | travel / greedy |" in table
     assert (tmp_path / "ep.gif").stat().st_size > 0
@@ -93,28 +92,30 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, gae_values
 
 @pytest.mark.parametrize("vector", ["sync", "async"])
 def test_greedy_rollout_values_are_greedys_return_from_each_state_of_the_rollout(tmp_path, vector):
-    """The trainer's W(s_t), and W(final state) of truncated episodes across autoresets, against
+    """The collector's W(s_t), and W(final state) of truncated episodes across autoresets, against
     greedy played by hand from the same states, rebuilt from the episode seeds and actions."""
     overrides = ("ppo.gae_values=greedy_rollout", "ppo.num_steps=64", "env.kwargs.map_size=12",
                  "env.kwargs.max_steps=20", f"env.vector={vector}")
     trainer = Trainer.create(smoke_config(tmp_path, *overrides), tmp_path)
-    rollout, _ = trainer._collect(SummaryWriter(str(tmp_path)))
+    rollout = trainer.collector.collect(trainer.policy)
     config = trainer.config
     assert rollout.truncated.any() and rollout.terminated.any()  # both ends of an episode are covered
     for i in range(config.env.num_envs):
         env, episode = make_env(config.env).unwrapped, 0
         obs, _ = env.reset(seed=train_episode_seed(config.seed, i, episode))
         for t in range(config.ppo.num_steps):
-            assert rollout.greedy_values[t, i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
+            assert rollout.bootstrap_values[t, i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
             obs, _, terminated, truncated, _ = env.step(int(rollout.actions[t, i]))
             assert (terminated, truncated) == (rollout.terminated[t, i], rollout.truncated[t, i])
             if truncated:
-                assert rollout.greedy_final_values[t, i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
+                assert rollout.final_bootstrap_values[t, i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
+            else:
+                assert rollout.final_bootstrap_values[t, i].item() == 0.0
             if terminated or truncated:
                 episode += 1
                 obs, _ = env.reset(seed=train_episode_seed(config.seed, i, episode))
-        assert trainer.greedy_value[i] == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)  # next rollout's
-    trainer.envs.close()
+        assert rollout.next_bootstrap_values[i].item() == pytest.approx(greedy_return_by_hand(env, obs), abs=1e-4)
+    trainer.collector.close()
 
 
 @pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
@@ -125,24 +126,28 @@ def test_gae_bootstraps_from_the_configured_values(tmp_path, gae_values, monkeyp
         seen.update(values=values, final_values=final_values, next_value=next_value)
         return compute_gae(rewards, values, terminated, truncated, final_values, next_value, gamma, gae_lambda)
 
-    def collect(self, writer):
-        seen["rollout"], next_value = collect_for_real(self, writer)
-        seen["critic_next_value"], seen["greedy_next_value"] = next_value, self.greedy_value
-        return seen["rollout"], next_value
+    def collect(self, policy):
+        seen["rollout"] = collect_for_real(self, policy)
+        with torch.no_grad():  # the critic's value of the observation after the last step, computed here
+            seen["critic_next_value"] = forward_observations(policy, self.obs)[1]
+        return seen["rollout"]
 
-    collect_for_real = Trainer._collect
+    collect_for_real = VectorEnvCollector.collect
     monkeypatch.setattr("rl.trainer.compute_gae", spy)
-    monkeypatch.setattr(Trainer, "_collect", collect)
+    monkeypatch.setattr(VectorEnvCollector, "collect", collect)
     overrides = (f"ppo.gae_values={gae_values}", "run.image_every=0", "env.kwargs.max_steps=8")
-    Trainer.create(smoke_config(tmp_path, *overrides), tmp_path).train(max_updates=1)
+    trainer = Trainer.create(smoke_config(tmp_path, *overrides), tmp_path)
+    trainer.train(max_updates=1)
     rollout = seen["rollout"]
-    if gae_values == "critic":
-        expected = rollout.values, rollout.final_values, seen["critic_next_value"]
-    else:
-        expected = rollout.greedy_values, rollout.greedy_final_values, torch.as_tensor(seen["greedy_next_value"]).float()
-        assert rollout.greedy_values.abs().sum() > 0 and rollout.greedy_final_values.abs().sum() > 0
-    for name, want in zip(("values", "final_values", "next_value"), expected):
-        assert torch.equal(seen[name], want), name
+    truncated_somewhere = rollout.truncated.any() and (seen["final_values"] != 0).any()
+    assert truncated_somewhere and ((seen["final_values"] != 0) <= rollout.truncated).all()
+    if gae_values == "critic":  # the values the actions were sampled with, and the critic's next value
+        assert torch.equal(seen["values"], rollout.values)
+        torch.testing.assert_close(seen["next_value"], seen["critic_next_value"])
+    else:  # W, which is not the critic's
+        assert not torch.equal(seen["values"], rollout.values)
+        assert torch.equal(seen["next_value"], torch.as_tensor(trainer.collector.bootstrap.latest, dtype=torch.float32))
+    assert seen["values"] is rollout.bootstrap_values and seen["final_values"] is rollout.final_bootstrap_values
 
 
 def test_sigkill_mid_run_then_resume_completes(tmp_path):

@@ -16,7 +16,7 @@ def test_band_from_three_seeds_on_and_coverage_band_within_0_and_1(seeds, bands,
     monkeypatch.setattr(ablation_plots.plt, "close", figures.append)
     # Seeds far apart near coverage 1: an unclipped 95% band would reach well past 1 and below 0.
     runs = [run("a", [c, c, c, c]) for c in (1.0, 0.2, 1.0)[:seeds]]
-    ablation_plots.learning_curves(runs, total_steps=400, path=tmp_path / "curves.png", bins=4)
+    ablation_plots.learning_curves({"a": runs}, total_steps=400, path=tmp_path / "curves.png", bins=4)
     assert (tmp_path / "curves.png").stat().st_size > 0
     coverage_axis, return_axis = figures[0].axes
     assert len(coverage_axis.lines) == seeds + 1  # each seed, then the mean

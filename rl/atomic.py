@@ -1,0 +1,29 @@
+"""Writing a file so that a kill at any moment leaves the old file or the whole new one, never a torn one."""
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Call ``write(f)`` on a temporary file beside ``path``, flush it to disk, then rename it over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """``atomic_write`` of a UTF-8 text."""
+    atomic_write(path, lambda f: f.write(text.encode()))

@@ -1,0 +1,50 @@
+"""The import rules of docs/architecture.md, read from the source (every import, also inside functions)."""
+import ast
+
+import pytest
+
+from tests.helpers import ROOT
+
+FORBIDDEN = {  # package -> top-level modules it must never import
+    "env": {"torch", "torch_geometric", "encoder", "decoder", "policy", "graph_batch", "rl", "viz", "ray"},
+    "encoder": {"env", "gymnasium", "rl", "viz", "policy", "ray"},
+    "decoder": {"env", "gymnasium", "rl", "viz", "policy", "ray"},
+    "rl": {"viz"},
+    "viz": {"rl"},
+}
+
+
+def imported_modules(path):
+    """Top-level names of every module ``path`` imports."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_a_layer_imports_nothing_it_must_not(package):
+    broken = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        bad = {name for name in imported_modules(path) if name.split(".")[0] in FORBIDDEN[package]}
+        if bad:
+            broken[str(path.relative_to(ROOT))] = sorted(bad)
+    assert not broken, broken
+
+
+def test_the_model_files_import_no_ray():
+    for name in ("policy.py", "graph_batch.py", "config.py", "checks.py", "stats.py"):
+        assert not {m for m in imported_modules(ROOT / name) if m.split(".")[0] == "ray"}, name
+
+
+def test_test_modules_import_no_other_test_module():
+    broken = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        bad = {name for name in imported_modules(path)
+               if name.startswith("tests.") and name.split(".")[-1].startswith(("test_", "conftest"))}
+        if bad:
+            broken[str(path.relative_to(ROOT))] = sorted(bad)
+    assert not broken, broken
