@@ -3,10 +3,9 @@ import pytest
 
 from env.frontiers import frontier_mask
 from env.geometry import line_cells
-from env.graph import ViewpointGraph
 from env.grid_explore import GridExploreEnv
 from env.sensing import FREE, OCCUPIED, UNKNOWN
-from tests.helpers import GRAPH_PAD, viewpoint_graph, walled_room
+from tests.helpers import viewpoint_graph, walled_room
 
 
 
