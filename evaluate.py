@@ -21,6 +21,7 @@ from pathlib import Path
 
 from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
+from rl.atomic import atomic_write_text
 from rl.envs import check_env_config
 from rl.evaluation import argmax_actor, evaluate_actors, load_policy, summarise, travel_ratio
 from stats import format_mean_ci
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         report = {"episodes": args.episodes, "seed": args.seed, "env": asdict(env_config), "summaries": summaries,
                   **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
                   "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}
-        args.json.write_text(json.dumps(report, indent=2))
+        atomic_write_text(args.json, json.dumps(report, indent=2))
     if args.gif:
         print(f"GIF of {next(iter(results))}'s first episode: {args.gif}")
     return 0

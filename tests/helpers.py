@@ -6,10 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
+
+from bench.synthetic import random_graph
 from config import load_config
 from env.baselines import greedy
 from env.frontiers import frontier_mask
 from env.graph import ViewpointGraph
+from env.observation import N_NODE_FEATURES
 from env.sensing import FREE, OCCUPIED
 
 HEAD_COUNTS = [1, 2, 4, 8]
@@ -17,6 +20,8 @@ ROOT = Path(__file__).parents[1]
 SMOKE = ROOT / "configs" / "smoke.yaml"
 GRAPH_PAD = 6
 """Wall cells around a hand-built belief, as the env pads its maps."""
+N_MAX, K = 12, 5
+"""Padded node count and neighbour slots of ``observations``."""
 
 
 def smoke_config(run_dir, *overrides):
@@ -49,3 +54,19 @@ def greedy_return_by_hand(env, obs, terminated=False) -> float:
         if terminated:
             break
     return total
+
+
+def observations(B, seed=0):
+    """A batch of B numpy observations in the env layout ([N_MAX] nodes, K slots), each valid for
+    ``env.observation.observation_space(N_MAX, K)``."""
+    neighbors, node_mask = random_graph(B, N_MAX, K, seed)
+    rng = np.random.default_rng(seed)
+    current = np.array([rng.integers(0, int(m.sum())) for m in node_mask])
+    batch = np.arange(B)
+    return {
+        "node_features": rng.uniform(-1, 1, (B, N_MAX, N_NODE_FEATURES)).astype(np.float32),
+        "node_mask": node_mask.numpy().astype(np.int8),
+        "neighbors": neighbors.numpy(),
+        "current_index": current.astype(np.int64),
+        "action_mask": (neighbors.numpy()[batch, current] >= 0).astype(np.int8),
+    }

@@ -48,3 +48,13 @@ def test_test_modules_import_no_other_test_module():
         if bad:
             broken[str(path.relative_to(ROOT))] = sorted(bad)
     assert not broken, broken
+
+
+def test_packages_export_their_public_classes():
+    import decoder
+    import encoder
+    from decoder import Decoder, DecoderLayer, SingleHeadAttention
+    from encoder import Encoder, EncoderLayer, MultiHeadAttention
+
+    assert {MultiHeadAttention, EncoderLayer, Encoder} <= {getattr(encoder, name) for name in encoder.__all__}
+    assert {SingleHeadAttention, DecoderLayer, Decoder} <= {getattr(decoder, name) for name in decoder.__all__}

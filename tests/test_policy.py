@@ -9,10 +9,8 @@ from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES, observation_space
 from graph_batch import collate
 from policy import PolicyNet
-from bench.synthetic import random_graph
-from tests.helpers import HEAD_COUNTS
+from tests.helpers import HEAD_COUNTS, K, N_MAX, observations
 
-N_MAX, K = 12, 5
 
 
 def small_config(**overrides):
@@ -22,21 +20,6 @@ def small_config(**overrides):
 def make_policy(**overrides):
     torch.manual_seed(0)
     return PolicyNet(small_config(**overrides))
-
-
-def observations(B, seed=0):
-    """A batch of numpy observations in the env layout, each valid for ``observation_space``."""
-    neighbors, node_mask = random_graph(B, N_MAX, K, seed)
-    rng = np.random.default_rng(seed)
-    current = np.array([rng.integers(0, int(m.sum())) for m in node_mask])
-    batch = np.arange(B)
-    return {
-        "node_features": rng.uniform(-1, 1, (B, N_MAX, N_NODE_FEATURES)).astype(np.float32),
-        "node_mask": node_mask.numpy().astype(np.int8),
-        "neighbors": neighbors.numpy(),
-        "current_index": current.astype(np.int64),
-        "action_mask": (neighbors.numpy()[batch, current] >= 0).astype(np.int8),
-    }
 
 
 def single(obs, b):
@@ -71,13 +54,6 @@ def test_single_numpy_torch_and_batched_observations_agree():
         torch.testing.assert_close(policy(collate(torch_one))[1], value[b : b + 1])
 
 
-def test_collated_batch_has_project_dtypes():
-    batch = collate(observations(2))
-    assert batch.node_mask.dtype == batch.adjacency.dtype == batch.action_mask.dtype == torch.bool
-    assert batch.candidates.dtype == torch.long and batch.current_index.shape == (2,)
-    assert batch.adjacency.shape == (2, batch.node_mask.shape[1], batch.node_mask.shape[1])
-
-
 def test_attention_implementations_give_the_same_policy():
     obs = observations(4)
     outputs = [make_policy(attention_impl=impl)(collate(obs)) for impl in ATTENTION_IMPLS]
@@ -109,14 +85,6 @@ def test_shared_critic_trains_the_shared_trunk():
     policy(collate(observations(3)))[1].sum().backward()
     assert policy.critic_trunk is None
     assert policy.actor_trunk.encoder.layers[0].feed_forward[0].weight.grad.abs().sum() > 0
-
-
-def test_current_index_on_a_padding_node_is_an_error():
-    obs = observations(2)
-    obs["current_index"][1] = N_MAX - 1
-    obs["node_mask"][1, N_MAX - 1] = 0
-    with pytest.raises(ValueError, match="current_index must point at a real node"):
-        make_policy()(collate(obs))
 
 
 def test_no_valid_action_is_an_error():
