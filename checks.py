@@ -7,6 +7,7 @@ setting is refused before a run writes anything.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,9 +19,15 @@ def check_at_least_one(name: str, value: int, error: type[Exception] = ValueErro
 
 
 def check_positive(name: str, value: float, error: type[Exception] = ValueError) -> None:
-    """A scale (the pointer's tanh clipping C) must be > 0."""
-    if not value > 0:
-        raise error(f"{name} must be > 0, got {value}")
+    """A scale (the pointer's tanh clipping C, a learning rate) must be finite and > 0."""
+    if not (math.isfinite(value) and value > 0):
+        raise error(f"{name} must be a finite number > 0, got {value}")
+
+
+def check_non_negative(name: str, value: float, error: type[Exception] = ValueError) -> None:
+    """A weight or a bound that may be switched off with 0 (an entropy coefficient, a seed) must be finite and >= 0."""
+    if not (math.isfinite(value) and value >= 0):
+        raise error(f"{name} must be a finite number >= 0, got {value}")
 
 
 def check_divides(n_heads: int, embed_dim: int, prefix: str = "", error: type[Exception] = ValueError) -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import yaml
 
-from checks import check_at_least_one, check_choice, check_divides, check_positive
+from checks import check_at_least_one, check_choice, check_divides, check_non_negative, check_positive
 from encoder.attention import ATTENTION_IMPLS
 
 
@@ -115,6 +115,10 @@ class PPOConfig:
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):
             check_at_least_one(f"ppo.{name}", getattr(self, name), ConfigError)
+        for name in ("learning_rate", "max_grad_norm"):
+            check_positive(f"ppo.{name}", getattr(self, name), ConfigError)
+        for name in ("clip_coef", "ent_coef", "vf_coef", "target_kl"):
+            check_non_negative(f"ppo.{name}", getattr(self, name), ConfigError)
         if not (0 < self.gamma <= 1 and 0 <= self.gae_lambda <= 1):
             raise ConfigError(f"ppo.gamma must be in (0, 1] and ppo.gae_lambda in [0, 1], got {self.gamma}, {self.gae_lambda}")
 
@@ -136,6 +140,11 @@ class RunConfig:
     torch_threads: int = 0
     """torch.set_num_threads; 0 keeps torch's default."""
 
+    def __post_init__(self) -> None:
+        check_at_least_one("run.checkpoint_every", self.checkpoint_every, ConfigError)
+        for name in ("image_every", "torch_threads"):
+            check_non_negative(f"run.{name}", getattr(self, name), ConfigError)
+
 
 @dataclass
 class Config:
@@ -152,6 +161,9 @@ class Config:
     run: RunConfig = field(default_factory=RunConfig)
     """Outputs, devices and schedules of side work."""
 
+    def __post_init__(self) -> None:
+        check_non_negative("seed", self.seed, ConfigError)
+
     @property
     def batch_size(self) -> int:
         return self.env.num_envs * self.ppo.num_steps
@@ -165,13 +177,29 @@ def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] 
     """The ``Config`` from a YAML file (or the defaults when ``path`` is None) plus overrides."""
     data: dict[str, Any] = {}
     if path is not None:
-        with open(path) as f:
-            data = yaml.safe_load(f) or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping of keys at the top, got {type(data).__name__}")
+        data = read_yaml_file(Path(path))
     for override in overrides:
         apply_override(data, override)
-    return from_dict(Config, data)
+    try:
+        return from_dict(Config, data)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}" if path is not None and not overrides else str(error)) from None
+
+
+def read_yaml_file(path: Path) -> dict[str, Any]:
+    """The mapping in YAML file ``path``; a ``ConfigError`` naming the file (and the line of a
+    syntax error) when it is missing, a folder, not YAML, or not a mapping."""
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(error, 'problem', None) or error})") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read a config file here ({type(error).__name__}: {error})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top, got {type(data).__name__}")
+    return data
 
 
 def apply_override(data: dict[str, Any], override: str) -> None:
@@ -185,7 +213,10 @@ def apply_override(data: dict[str, Any], override: str) -> None:
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
             raise ConfigError(f"override {override!r}: {part!r} is a value, not a section")
-    node[leaf] = yaml.safe_load(raw)
+    try:
+        node[leaf] = yaml.safe_load(raw)
+    except yaml.YAMLError as error:
+        raise ConfigError(f"override {override!r}: the value is not valid YAML ({error})") from None
 
 
 def from_dict(cls: type, data: dict[str, Any], prefix: str = "") -> Any:
@@ -212,6 +243,11 @@ def _check_type(hint: Any, value: Any, key: str) -> Any:
         return {}
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if hint is float and isinstance(value, str):  # YAML 1.1 reads 1e-4 (no dot) as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
     # bool is an int subclass: reject True for an int field and 1 for a bool field alike.
     if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
         raise ConfigError(f"{key!r} must be of type {hint.__name__}, got {value!r} ({type(value).__name__})")

@@ -10,6 +10,11 @@ from env.maps import MAP_FAMILIES
 
 MIXED = "mixed"
 """Family name for "draw one of the procedural families per episode"."""
+MAX_MAP_SIDE = 1024
+"""The largest map side in cells (procedural or loaded): a map's observation and sensor sweeps
+grow with its area, and past this they take gigabytes."""
+MAX_SENSOR_RANGE = 64
+"""The largest sensor radius in cells: the env pads the map by it and precomputes its rays."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,14 @@ class GridExploreConfig:
         for name, low in (("map_size", 3 * self.node_spacing), ("sensor_range", 1), ("k", 5),
                           ("max_steps", 1), ("map_downsample", 1)):
             _check_int(name, getattr(self, name), low)
+        for name, high in (("map_size", MAX_MAP_SIDE), ("sensor_range", MAX_SENSOR_RANGE)):
+            if getattr(self, name) > high:
+                raise ValueError(f"{name} must be <= {high}, got {getattr(self, name)}")
+        for name in ("strict_actions", "allow_stay"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
+        if self.map_file is not None and not isinstance(self.map_file, str):
+            raise ValueError(f"map_file must be a path (a string), got {self.map_file!r}")
         if self.utility_range is not None:
             _check_int("utility_range", self.utility_range, 1)
             if self.utility_range > self.sensor_range:

@@ -65,7 +65,11 @@ class GridExploreEnv(gym.Env):
         self._file_map = None if cfg.map_file is None else load_occupancy(cfg.map_file, cfg.map_downsample)
         self.height, self.width = ((cfg.map_size, cfg.map_size) if self._file_map is None
                                    else self._file_map.shape)
-        self.n_max = cfg.n_max or cfg.lattice_capacity(self.height, self.width)
+        capacity = cfg.lattice_capacity(self.height, self.width)
+        if cfg.n_max is not None and cfg.n_max < capacity:
+            raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
+                             f"{self.height}x{self.width} map can hold; allowed: None or >= {capacity}")
+        self.n_max = cfg.n_max or capacity
         self.observation_space = observation_space(self.n_max, cfg.k)
         self.action_space = gym.spaces.Discrete(cfg.k)
         self.utility_range = cfg.resolved_utility_range
@@ -97,6 +101,8 @@ class GridExploreEnv(gym.Env):
         self.path = [start]
         self.travel_distance = 0.0
         self.steps = 0
+        self.episode_over = False  # set at termination or truncation; step() then needs a reset()
+        self.time_limit_ends_episode = True  # False in lookahead copies, which may play on past it
         self.known_free = 0
         start_flat = np.array([(start[0] + self.pad) * self.stride + start[1] + self.pad])
         new_cells = self._reveal(self._sensor.observe(self._occupied, start_flat))
@@ -113,6 +119,8 @@ class GridExploreEnv(gym.Env):
         ``coverage`` keeps counting the true map's free cells and is meaningless.
         """
         world = copy.deepcopy(self)
+        world.time_limit_ends_episode = False  # a lookahead plays to completion,
+        world.episode_over = self.episode_over and self._complete  # also from a state the time limit ended
         occupied = world.belief != FREE  # [H+2p, W+2p]: known walls, the padding, and the unknown
         world._occupied = occupied.ravel()
         world._truth = np.where(world._occupied, OCCUPIED, FREE).astype(np.int8)
@@ -129,7 +137,10 @@ class GridExploreEnv(gym.Env):
         The copy holds the true map, so a planner that uses it knows what the robot does not.
         """
         static = (self.grid_map, self._occupied, self._truth, self._sweeps, self._sensor, self.config)
-        return copy.deepcopy(self, memo={id(part): part for part in static})
+        twin = copy.deepcopy(self, memo={id(part): part for part in static})
+        twin.time_limit_ends_episode = False  # a lookahead plays to completion (W(s) of a cut-off state),
+        twin.episode_over = self.episode_over and self._complete  # also from a state the time limit ended
+        return twin
 
     def _draw_map(self) -> tuple[GridMap, str]:
         cfg, rng = self.config, self.np_random
@@ -142,6 +153,8 @@ class GridExploreEnv(gym.Env):
 
     def step(self, action):
         cfg = self.config
+        if self.episode_over:
+            raise RuntimeError("the episode has ended (terminated or truncated); call reset() before step()")
         slot = int(action)
         if not 0 <= slot < cfg.k:
             raise ValueError(f"action {action!r} is outside the action space [0, {cfg.k})")
@@ -171,6 +184,7 @@ class GridExploreEnv(gym.Env):
         self.steps += 1
         terminated = self._complete
         truncated = not terminated and self.steps >= cfg.max_steps
+        self.episode_over = terminated or (truncated and self.time_limit_ends_episode)
         reward = step_reward(new_cells, distance, terminated, invalid,
                              sensor_range=cfg.sensor_range, node_spacing=cfg.node_spacing)
         return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from env.config import MAX_MAP_SIDE
 from env.maps import GridMap, largest_free_component, random_cell
 
 IMAGE_SUFFIXES = (".png", ".bmp", ".gif", ".jpg", ".jpeg", ".tif", ".tiff")
@@ -27,13 +28,19 @@ def load_occupancy(path: str | Path, downsample: int = 1) -> np.ndarray:
         raise ValueError(f"map file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        array = np.load(path)
+        try:
+            array = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as error:
+            raise ValueError(f"{path}: not a readable .npy array ({error})") from None
         if array.ndim != 2:
             raise ValueError(f"{path}: a .npy map must be 2-D, got shape {array.shape}")
         occupied = array.astype(bool)
     elif suffix in IMAGE_SUFFIXES:
-        with Image.open(path) as image:
-            occupied = np.asarray(image.convert("L")) < DARK_BELOW
+        try:
+            with Image.open(path) as image:
+                occupied = np.asarray(image.convert("L")) < DARK_BELOW
+        except (OSError, Image.DecompressionBombError) as error:  # UnidentifiedImageError is an OSError
+            raise ValueError(f"{path}: not a readable image ({error})") from None
     else:
         raise ValueError(f"{path}: unsupported map file type {suffix!r}; "
                          f"allowed: .npy, {', '.join(IMAGE_SUFFIXES)}")
@@ -44,6 +51,11 @@ def load_occupancy(path: str | Path, downsample: int = 1) -> np.ndarray:
         occupied = blocks.any(axis=(1, 3))
     if min(occupied.shape) < 3:
         raise ValueError(f"{path}: map of shape {occupied.shape} is too small (need >= 3x3)")
+    if max(occupied.shape) > MAX_MAP_SIDE:
+        raise ValueError(f"{path}: map of shape {occupied.shape} is larger than {MAX_MAP_SIDE} cells a side; "
+                         f"shrink it with map_downsample={-(-max(occupied.shape) // MAX_MAP_SIDE)} or more")
+    if occupied.all():
+        raise ValueError(f"{path}: the map has no free cell (dark pixels, or nonzero .npy values, are obstacles)")
     return occupied
 
 

@@ -12,7 +12,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from config import Config, load_config, save_config
+from config import Config, ConfigError, load_config, save_config
 from graph_batch import collate
 from policy import PolicyNet
 from rl.buffer import Rollout
@@ -34,7 +34,7 @@ def resolve_device(name: str) -> torch.device:
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("run.device=cuda but no CUDA device is available; use run.device=auto or cpu")
+        raise ConfigError("run.device=cuda but no CUDA device is available; use run.device=auto or cpu")
     return torch.device(name)
 
 
@@ -77,6 +77,7 @@ class Trainer:
     @classmethod
     def create(cls, config: Config, run_dir: Path, paint_attention: AttentionPainter | None = None) -> "Trainer":
         run_dir = Path(run_dir)
+        resolve_device(config.run.device)  # refuse a missing device before writing anything
         if latest_checkpoint(run_dir) is not None:
             raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir} or pick another run.name")
         run_dir.mkdir(parents=True, exist_ok=True)

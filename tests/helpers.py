@@ -48,6 +48,7 @@ def walled_room(size=11) -> np.ndarray:
 def greedy_return_by_hand(env, obs, terminated=False) -> float:
     """Greedy from here to the end in a plain deep copy, its moves counted from here."""
     world, total = copy.deepcopy(env.unwrapped), 0.0
+    world.episode_over, world.time_limit_ends_episode = False, False  # play on past a time limit's cut
     for _ in range(0 if terminated else world.config.max_steps):
         obs, reward, terminated, *_ = world.step(greedy(obs, world))
         total += reward

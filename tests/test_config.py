@@ -62,3 +62,39 @@ def test_saved_config_loads_back_identical(tmp_path):
 
 def test_defaults_are_the_reference_sizes():
     assert ModelConfig() == ModelConfig(embed_dim=128, n_heads=8, n_layers=6, ff_dim=512)
+
+
+@pytest.mark.parametrize("override, message", [
+    ("ppo.learning_rate=-0.1", r"ppo.learning_rate must be a finite number > 0, got -0.1"),
+    ("ppo.learning_rate=.nan", r"ppo.learning_rate must be a finite number > 0, got nan"),
+    ("ppo.learning_rate=.inf", r"ppo.learning_rate must be a finite number > 0, got inf"),
+    ("ppo.clip_coef=-0.2", r"ppo.clip_coef must be a finite number >= 0, got -0.2"),
+    ("ppo.max_grad_norm=-1", r"ppo.max_grad_norm must be a finite number > 0, got -1.0"),
+    ("ppo.ent_coef=-0.01", r"ppo.ent_coef must be a finite number >= 0, got -0.01"),
+    ("ppo.target_kl=-1", r"ppo.target_kl must be a finite number >= 0, got -1.0"),
+    ("run.checkpoint_every=0", r"run.checkpoint_every must be >= 1, got 0"),
+    ("run.torch_threads=-2", r"run.torch_threads must be a finite number >= 0, got -2"),
+    ("seed=-1", r"seed must be a finite number >= 0, got -1"),
+    ("model.tanh_clipping=.nan", r"model.tanh_clipping must be a finite number > 0, got nan"),
+    ("model.n_heads=[", r"override 'model.n_heads=\[': the value is not valid YAML"),
+])
+def test_out_of_range_values_are_refused_naming_the_key(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_scientific_notation_without_a_dot_is_a_float():
+    assert load_config(None, ["ppo.learning_rate=1e-4"]).ppo.learning_rate == 1e-4  # YAML 1.1 reads a string
+
+
+def test_a_broken_file_is_named_with_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("model:\n  embed_dim: 64\n  n_heads: [4\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml, line \d+: not valid YAML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"cannot read a config file here \(IsADirectoryError"):
+        load_config(tmp_path)
+    bad_value = tmp_path / "bad.yaml"
+    bad_value.write_text("ppo:\n  clip_coef: -1\n")
+    with pytest.raises(ConfigError, match=r"bad.yaml: ppo.clip_coef must be"):
+        load_config(bad_value)

@@ -246,3 +246,25 @@ def test_random_valid_episodes_keep_the_invariants(family, size, seed, spacing):
         if terminated or truncated:
             break
     assert terminated or truncated
+
+
+@pytest.mark.parametrize("ending", ["terminated", "truncated"])
+def test_stepping_after_the_end_without_reset_raises(ending):
+    """No second completion bonus and no steps past the limit; a lookahead copy may play on past
+    a time limit (greedy's value of a cut-off state), never past termination."""
+    env = GridExploreEnv(map_size=16, max_steps=200 if ending == "terminated" else 3)
+    obs, _ = env.reset(seed=4)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, _ = env.step(greedy(obs, env))
+    assert (terminated, truncated) == (ending == "terminated", ending == "truncated")
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(greedy(obs, env))
+    twin = env.lookahead_copy()
+    if ending == "terminated":
+        with pytest.raises(RuntimeError, match="call reset"):
+            twin.step(greedy(obs, twin))
+    else:
+        twin.step(greedy(obs, twin))
+    env.reset(seed=5)
+    env.step(int(np.flatnonzero(env._action_mask())[0]))  # a reset starts a steppable episode

@@ -78,3 +78,29 @@ def test_start_is_in_the_largest_area_and_pockets_do_not_count(tmp_path):
     assert 0 < info["coverage"] <= 1
     grid = map_from_occupancy(_pocket_map(), np.random.default_rng(1))
     assert (grid.occupied == _pocket_map()).all()  # loaded maps are used unchanged
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"map_size": 5000}, r"map_size must be <= 1024, got 5000"),
+    ({"sensor_range": 1000}, r"sensor_range must be <= 64, got 1000"),
+    ({"allow_stay": "yes"}, r"allow_stay must be true or false, got 'yes'"),
+    ({"strict_actions": 1}, r"strict_actions must be true or false, got 1"),
+])
+def test_settings_that_would_fail_late_or_take_gigabytes_are_refused_at_once(setting, message):
+    with pytest.raises(ValueError, match=message):
+        GridExploreEnv(**setting)
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("walls.npy", "all walls", "has no free cell"),
+    ("text.png", b"not an image at all", "not a readable image"),
+    ("text.npy", b"not an array", "not a readable .npy array"),
+])
+def test_bad_map_files_are_refused_naming_the_file(tmp_path, name, content, message):
+    path = tmp_path / name
+    if content == "all walls":
+        np.save(path, np.ones((12, 12), dtype=bool))
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ValueError, match=f"{name}.*{message}"):
+        GridExploreEnv(map_file=str(path))

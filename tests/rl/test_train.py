@@ -222,3 +222,11 @@ def test_evaluate_changes_the_environment_for_the_evaluation_only(smoke_run, tmp
 def test_a_checkpoint_from_another_observation_layout_is_refused_clearly(stale_checkpoint_run):
     with pytest.raises(ValueError, match="guidepost.*retrain"):
         load_policy(stale_checkpoint_run)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_without_a_device_is_refused_before_anything_is_written(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert train.main(["--config", str(SMOKE), f"run.run_dir={run_dir}", "run.device=cuda"]) == 2
+    assert "run.device=cuda but no CUDA device is available" in capsys.readouterr().err
+    assert not run_dir.exists()
