@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from config import ConfigError, load_config
+from rl.checkpoint import CheckpointError
 from rl.ppo import NonFiniteLossError
 from rl.trainer import Trainer
 from viz.heatmaps import attention_heatmaps
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"), attention_heatmaps)
         print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
         trainer.train()
-    except (ConfigError, FileExistsError, FileNotFoundError, NonFiniteLossError) as error:
+    except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, NonFiniteLossError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"done: {trainer.update} updates, {trainer.global_step} steps; checkpoints in {trainer.run_dir}")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import gymnasium as gym
@@ -15,7 +15,7 @@ from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from graph_batch import collate
 from policy import PolicyNet
-from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.checkpoint import CheckpointError, checkpoints, load_checkpoint, load_model_weights
 from rl.envs import make_env
 from rl.seeding import eval_episode_seed
 from stats import mean_ci
@@ -39,17 +39,32 @@ class EpisodeResult:
 
 def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
     """The policy saved at ``checkpoint`` (a run folder: its latest; or a .pt file) and the run's config."""
-    path = latest_checkpoint(checkpoint) if checkpoint.is_dir() else checkpoint
-    if path is None or not path.exists():
+    found = checkpoints(checkpoint) if checkpoint.is_dir() else [checkpoint] if checkpoint.is_file() else []
+    if not found:
         raise FileNotFoundError(f"no checkpoint at {checkpoint} (expected a run folder or a checkpoint_*.pt file)")
+    path = found[0]
+    try:
+        state = load_checkpoint(path)
+    except CheckpointError as error:  # evaluate exactly what was asked for, or say what else there is
+        readable = [p.name for p in found[1:] if _loads(p)]
+        raise CheckpointError(f"{error}; readable checkpoints beside it: {', '.join(readable) or 'none'} "
+                              f"(pass one as --checkpoint)") from None
     config = load_config(path.parent / "config.yaml")
     policy = PolicyNet(config.model)
     try:
-        policy.load_state_dict(load_checkpoint(path)["model"])
-    except RuntimeError as error:  # e.g. a checkpoint from before a node feature was added
-        raise ValueError(f"{path} does not fit this version's PolicyNet (node features: "
-                         f"{', '.join(NODE_FEATURE_NAMES)}); retrain it. {error}") from error
+        load_model_weights(policy, state, path, asdict(config.model))
+    except CheckpointError as error:  # e.g. a checkpoint from before a node feature was added
+        raise CheckpointError(f"{error} (node features of this version: {', '.join(NODE_FEATURE_NAMES)}; "
+                              f"a checkpoint of another layout must be retrained)") from None
     return policy.eval(), config
+
+
+def _loads(path: Path) -> bool:
+    try:
+        load_checkpoint(path)
+        return True
+    except CheckpointError:
+        return False
 
 
 def argmax_actor(policy: PolicyNet) -> Actor:

@@ -1,6 +1,7 @@
 """The PPO training loop: collect -> GAE -> update -> log, with checkpoints and exact resumption."""
 from __future__ import annotations
 
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from config import Config, ConfigError, load_config, save_config
 from graph_batch import collate
 from policy import PolicyNet
 from rl.buffer import Rollout
-from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint, save_checkpoint
+from rl.checkpoint import checkpoint_path, latest_checkpoint, load_latest_readable, load_model_weights, save_checkpoint
 from rl.collector import Collector, VectorEnvCollector
 from rl.envs import make_env
 from rl.episodes import EpisodeProgress
@@ -56,7 +57,7 @@ class Trainer:
     """
 
     def __init__(self, config: Config, run_dir: Path, state: dict | None = None,
-                 paint_attention: AttentionPainter | None = None):
+                 paint_attention: AttentionPainter | None = None, state_path: Path | None = None):
         self.config, self.run_dir, self.paint_attention = config, Path(run_dir), paint_attention
         if config.run.torch_threads:
             torch.set_num_threads(config.run.torch_threads)
@@ -69,7 +70,7 @@ class Trainer:
         self.resumed_at = None if state is None else state["global_step"]
         progress = None
         if state is not None:
-            self._load_state(state)
+            self._load_state(state, state_path or self.run_dir)
             progress = EpisodeProgress(state["episodes"], state["actions"], state["episode_return"],
                                        state["episode_length"])
         self.collector: Collector = VectorEnvCollector(config, progress)
@@ -87,11 +88,13 @@ class Trainer:
     @classmethod
     def resume(cls, run_dir: Path, paint_attention: AttentionPainter | None = None) -> "Trainer":
         run_dir = Path(run_dir)
-        path = latest_checkpoint(run_dir)
-        if path is None:
-            raise FileNotFoundError(f"no checkpoint_*.pt in {run_dir}: nothing to resume")
-        return cls(load_config(run_dir / "config.yaml"), run_dir, state=load_checkpoint(path),
-                   paint_attention=paint_attention)
+        path, state, skipped = load_latest_readable(run_dir)
+        for reason in skipped:  # a newer checkpoint that does not load is passed over, loudly
+            print(f"warning: {reason}; skipped", file=sys.stderr)
+        if skipped:
+            print(f"resuming from {path}", file=sys.stderr)
+        return cls(load_config(run_dir / "config.yaml"), run_dir, state=state, paint_attention=paint_attention,
+                   state_path=path)
 
     # ------------------------------------------------------------------ the loop
     def train(self, max_updates: int | None = None, progress: bool = True) -> None:
@@ -184,10 +187,11 @@ class Trainer:
             "torch_rng": torch.get_rng_state(),
             **self.collector.progress().state_dict(),  # episodes, actions, episode_return, episode_length
             "recent": list(self.recent),
+            "model_config": asdict(self.config.model),
         }
 
-    def _load_state(self, state: dict) -> None:
-        self.policy.load_state_dict(state["model"])
+    def _load_state(self, state: dict, path: Path) -> None:
+        load_model_weights(self.policy, state, path, asdict(self.config.model))
         self.optimizer.load_state_dict(state["optimizer"])
         self.update, self.global_step = state["update"], state["global_step"]
         torch.set_rng_state(state["torch_rng"])
