@@ -9,12 +9,14 @@ Writes into the run folder: the resolved ``config.yaml``, TensorBoard events
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
 from config import ConfigError, load_config
 from rl.checkpoint import CheckpointError
 from rl.ppo import NonFiniteLossError
+from rl.run_lock import RunLockedError
 from rl.trainer import Trainer
 from viz.heatmaps import attention_heatmaps
 
@@ -25,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. model.n_heads=2")
     args = parser.parse_args(argv)
+    trainer = None
     try:
         if args.resume:
             if args.overrides:
@@ -34,10 +37,20 @@ def main(argv: list[str] | None = None) -> int:
             config = load_config(args.config, args.overrides)
             trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"), attention_heatmaps)
         print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
-        trainer.train()
-    except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, NonFiniteLossError) as error:
+        stopped_by = trainer.train()
+    except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, NonFiniteLossError,
+            RunLockedError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # a second Ctrl-C, or one while starting: out at once
+        resume = f"; continue from the last checkpoint with: python train.py --resume {trainer.run_dir}" \
+            if trainer is not None else ""
+        print(f"interrupted{resume}", file=sys.stderr)
+        return 130
+    if stopped_by:
+        print(f"stopped by {stopped_by} after update {trainer.update}, checkpoint saved; "
+              f"continue with: python train.py --resume {trainer.run_dir}", file=sys.stderr)
+        return 128 + signal.Signals[stopped_by].value
     print(f"done: {trainer.update} updates, {trainer.global_step} steps; checkpoints in {trainer.run_dir}")
     return 0
 

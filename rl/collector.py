@@ -18,7 +18,7 @@ from rl.bootstrap import bootstrap_values
 from rl.buffer import Rollout
 from rl.envs import make_envs, restore_envs
 from rl.episodes import EpisodeProgress
-from rl.ppo import masked_policy
+from rl.ppo import NonFiniteLossError, masked_policy
 
 
 class Collector(Protocol):
@@ -57,6 +57,9 @@ class VectorEnvCollector:
         for t in range(self.num_steps):
             with torch.no_grad():
                 logits, value = forward_observations(policy, self.obs)
+                if not (torch.isfinite(logits).all() and torch.isfinite(value).all()):
+                    raise NonFiniteLossError("the policy's outputs are not finite while collecting a rollout: "
+                                             "its weights have diverged (lower ppo.learning_rate?)")
                 dist = masked_policy(logits)
                 action = dist.sample()
             rollout.store_obs(t, self.obs)

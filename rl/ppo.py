@@ -11,7 +11,16 @@ from rl.buffer import Rollout
 
 
 class NonFiniteLossError(FloatingPointError):
-    """A loss became NaN or infinite; the update is abandoned before it touches the weights."""
+    """A loss, a gradient, the weights or the policy's outputs became NaN or infinite: training
+    stops before such weights reach a checkpoint (the last checkpoint stays the last good one)."""
+
+
+def check_finite_weights(policy: nn.Module, step: int) -> None:
+    """Raise ``NonFiniteLossError`` naming ``step`` and the first tensor if a weight is NaN or infinite."""
+    for name, parameter in policy.named_parameters():
+        if not torch.isfinite(parameter).all():
+            raise NonFiniteLossError(f"the weights are no longer finite after global step {step} ({name}): the "
+                                     f"update diverged (lower ppo.learning_rate?); no checkpoint was written from them")
 
 
 def masked_policy(logits: Tensor) -> Categorical:
@@ -56,6 +65,9 @@ def ppo_update(
     for _ in range(config.update_epochs):
         for index in torch.randperm(batch_size).split(minibatch_size):
             logits, new_values = forward_observations(policy, rollout.flat_obs(index), config.size_buckets)
+            if not (torch.isfinite(logits).all() and torch.isfinite(new_values).all()):
+                raise NonFiniteLossError(f"the policy's outputs are not finite at global step {step}: the update "
+                                         f"diverged (lower ppo.learning_rate?); no checkpoint was written from it")
             index = index.to(device)
             dist = masked_policy(logits)
             log_ratio = dist.log_prob(actions[index]) - old_logprobs[index]
@@ -83,7 +95,10 @@ def ppo_update(
                 )
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+            grad_norm = nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm)
+            if not torch.isfinite(grad_norm):
+                raise NonFiniteLossError(f"non-finite gradient at global step {step} (norm {grad_norm.item()}); "
+                                         f"this minibatch's step was not taken")
             optimizer.step()
         if config.target_kl and approx_kl > config.target_kl:
             break

@@ -23,7 +23,9 @@ from rl.envs import make_env
 from rl.episodes import EpisodeProgress
 from rl.evaluation import argmax_actor, run_episode
 from rl.gae import compute_gae
-from rl.ppo import ppo_update
+from rl.interrupt import StopOnSignal
+from rl.ppo import check_finite_weights, ppo_update
+from rl.run_lock import RunLock
 from rl.seeding import eval_episode_seed
 
 AttentionPainter = Callable[[np.ndarray, np.ndarray, str], np.ndarray]
@@ -57,8 +59,18 @@ class Trainer:
     """
 
     def __init__(self, config: Config, run_dir: Path, state: dict | None = None,
-                 paint_attention: AttentionPainter | None = None, state_path: Path | None = None):
+                 paint_attention: AttentionPainter | None = None, state_path: Path | None = None,
+                 lock: RunLock | None = None):
         self.config, self.run_dir, self.paint_attention = config, Path(run_dir), paint_attention
+        self.lock = lock or RunLock(self.run_dir).acquire()  # held until train() ends or close()
+        try:
+            self._build(state, state_path)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _build(self, state: dict | None, state_path: Path | None) -> None:
+        config = self.config
         if config.run.torch_threads:
             torch.set_num_threads(config.run.torch_threads)
         self.device = resolve_device(config.run.device)
@@ -81,62 +93,88 @@ class Trainer:
         resolve_device(config.run.device)  # refuse a missing device before writing anything
         if latest_checkpoint(run_dir) is not None:
             raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir} or pick another run.name")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_config(config, run_dir / "config.yaml")
-        return cls(config, run_dir, paint_attention=paint_attention)
+        lock = RunLock(run_dir).acquire()  # before writing: a second training here is refused
+        try:
+            save_config(config, run_dir / "config.yaml")
+        except BaseException:
+            lock.release()
+            raise
+        return cls(config, run_dir, paint_attention=paint_attention, lock=lock)
 
     @classmethod
     def resume(cls, run_dir: Path, paint_attention: AttentionPainter | None = None) -> "Trainer":
         run_dir = Path(run_dir)
-        path, state, skipped = load_latest_readable(run_dir)
+        lock = RunLock(run_dir).acquire() if run_dir.is_dir() else None
+        try:
+            path, state, skipped = load_latest_readable(run_dir)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
         for reason in skipped:  # a newer checkpoint that does not load is passed over, loudly
             print(f"warning: {reason}; skipped", file=sys.stderr)
         if skipped:
             print(f"resuming from {path}", file=sys.stderr)
         return cls(load_config(run_dir / "config.yaml"), run_dir, state=state, paint_attention=paint_attention,
-                   state_path=path)
+                   state_path=path, lock=lock)
 
     # ------------------------------------------------------------------ the loop
-    def train(self, max_updates: int | None = None, progress: bool = True) -> None:
-        """Run updates until ``config.num_updates`` (or ``max_updates`` more); ``progress`` shows a bar."""
+    def train(self, max_updates: int | None = None, progress: bool = True) -> str | None:
+        """Run updates until ``config.num_updates`` (or ``max_updates`` more); ``progress`` shows a bar.
+
+        Returns None, or the name of the signal (SIGINT, SIGTERM) that stopped it early: the run
+        then ends after the update in progress, with a checkpoint (``rl/interrupt.py``).
+        """
         config, cfg = self.config, self.config.ppo
         last = config.num_updates if max_updates is None else min(config.num_updates, self.update + max_updates)
-        # After a kill, events logged past the last checkpoint would repeat: purge_step drops them.
-        writer = SummaryWriter(str(self.run_dir), purge_step=self.resumed_at)
+        if self.update >= last:  # a finished run: no events file to open, none of its history to purge
+            self.close()
+            return None
+        # After a kill, events logged past the checkpoint's step would repeat: purge them. The
+        # checkpointed update logged its own scalars at its global step, so the purge starts after it.
+        writer = SummaryWriter(str(self.run_dir), purge_step=None if self.resumed_at is None else self.resumed_at + 1)
         self.resumed_at = None  # a later train() call on this trainer purges nothing
         if self.update == 0:
             writer.add_text("hyperparameters", hyperparameter_table(config))
         start_time, start_step = time.time(), self.global_step
         bar = tqdm(total=config.num_updates * config.batch_size, initial=self.global_step, unit="step",
                    dynamic_ncols=True, desc="training", disable=not progress)
-        try:
-            while self.update < last:
-                if cfg.anneal_lr:
-                    self.optimizer.param_groups[0]["lr"] = cfg.learning_rate * (1.0 - self.update / config.num_updates)
+        with StopOnSignal() as stop:
+            try:
+                while self.update < last and not stop.requested:
+                    if cfg.anneal_lr:
+                        self.optimizer.param_groups[0]["lr"] = cfg.learning_rate * (1.0 - self.update / config.num_updates)
 
-                rollout = self.collector.collect(self.policy)  # 1. collect T x E steps
-                step_before, self.global_step = self.global_step, self.global_step + config.batch_size
-                advantages, returns = compute_gae(  # 2. GAE over the chosen bootstrap values
-                    rollout.rewards, rollout.bootstrap_values, rollout.terminated, rollout.truncated,
-                    rollout.final_bootstrap_values, rollout.next_bootstrap_values, cfg.gamma, cfg.gae_lambda)
-                self.policy.train()
-                stats = ppo_update(self.policy, self.optimizer, rollout, advantages, returns, cfg,  # 3. update
-                                   self.global_step)
-                self.update += 1
+                    rollout = self.collector.collect(self.policy)  # 1. collect T x E steps
+                    step_before, self.global_step = self.global_step, self.global_step + config.batch_size
+                    advantages, returns = compute_gae(  # 2. GAE over the chosen bootstrap values
+                        rollout.rewards, rollout.bootstrap_values, rollout.terminated, rollout.truncated,
+                        rollout.final_bootstrap_values, rollout.next_bootstrap_values, cfg.gamma, cfg.gae_lambda)
+                    self.policy.train()
+                    stats = ppo_update(self.policy, self.optimizer, rollout, advantages, returns, cfg,  # 3. update
+                                       self.global_step)
+                    self.update += 1
+                    check_finite_weights(self.policy, self.global_step)  # before they reach a checkpoint
 
-                sps = (self.global_step - start_step) / max(time.time() - start_time, 1e-9)  # 4. log
-                self._log(writer, rollout, step_before, stats, sps)
-                if self.update % config.run.checkpoint_every == 0 or self.update == last:
-                    self.save()
-                if config.run.image_every and (self.update % config.run.image_every == 0 or self.update == 1):
-                    self._log_images(writer)
-                bar.update(config.batch_size)
-                coverage = np.mean([e["coverage"] for e in self.recent]) if self.recent else float("nan")
-                bar.set_postfix(update=f"{self.update}/{config.num_updates}", SPS=f"{sps:.0f}", coverage=f"{coverage:.2f}")
-        finally:
-            bar.close()
-            writer.close()
-            self.collector.close()
+                    sps = (self.global_step - start_step) / max(time.time() - start_time, 1e-9)  # 4. log
+                    self._log(writer, rollout, step_before, stats, sps)
+                    if self.update % config.run.checkpoint_every == 0 or self.update == last or stop.requested:
+                        self.save()
+                    if config.run.image_every and (self.update % config.run.image_every == 0 or self.update == 1):
+                        self._log_images(writer)
+                    bar.update(config.batch_size)
+                    coverage = np.mean([e["coverage"] for e in self.recent]) if self.recent else float("nan")
+                    bar.set_postfix(update=f"{self.update}/{config.num_updates}", SPS=f"{sps:.0f}", coverage=f"{coverage:.2f}")
+            finally:
+                bar.close()
+                writer.close()
+                self.close()
+        return stop.requested
+
+    def close(self) -> None:
+        """Close the envs and release the run folder (``train()`` does this when it ends)."""
+        self.collector.close()
+        self.lock.release()
 
     def _log(self, writer: SummaryWriter, rollout: Rollout, step_before: int, stats: dict[str, float],
              sps: float) -> None:

@@ -51,5 +51,5 @@ def test_all_candidates_masked_is_a_clear_error():
 
 
 def test_non_positive_clipping_is_refused():
-    with pytest.raises(ValueError, match="tanh_clipping must be > 0"):
+    with pytest.raises(ValueError, match="tanh_clipping must be a finite number > 0, got 0.0"):
         SingleHeadAttention(D, tanh_clipping=0.0)

@@ -1,4 +1,5 @@
 """The masked action distribution and one PPO update on a synthetic rollout."""
+import pytest
 import torch
 
 from bench.synthetic import random_graph
@@ -7,7 +8,7 @@ from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from rl.buffer import Rollout
 from graph_batch import forward_observations
-from rl.ppo import explained_variance, masked_policy, ppo_update
+from rl.ppo import NonFiniteLossError, explained_variance, masked_policy, ppo_update
 
 
 def test_masked_actions_have_probability_zero_and_no_entropy_share():
@@ -85,3 +86,20 @@ def test_update_in_size_buckets_moves_the_weights_as_the_update_in_one_call():
     moved = (weights[0] - torch.cat([p.detach().flatten() for p in small_policy().parameters()])).abs().max()
     assert moved > 1e-4  # the update did something to compare
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-4, atol=1e-5)
+
+
+def test_a_non_finite_loss_stops_the_update_before_the_weights_change():
+    rollout = synthetic_rollout()
+    obs = rollout.flat_obs(torch.arange(32))
+    policy = small_policy()
+    with torch.no_grad():
+        logits, values = forward_observations(policy, obs)
+    rollout.actions = masked_policy(logits).sample().view(8, 4)
+    rollout.logprobs = masked_policy(logits).log_prob(rollout.actions.flatten()).view(8, 4)
+    rollout.values = values.view(8, 4)
+    advantages = torch.full((8, 4), float("nan"))
+    before = [p.detach().clone() for p in policy.parameters()]
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    with pytest.raises(NonFiniteLossError, match="non-finite loss at global step 7"):
+        ppo_update(policy, optimizer, rollout, advantages, advantages, PPOConfig(), 7)
+    assert all(torch.equal(a, b) for a, b in zip(before, policy.parameters()))

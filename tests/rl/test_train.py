@@ -9,6 +9,7 @@ import time
 
 import pytest
 import torch
+import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import evaluate
@@ -21,7 +22,6 @@ from rl.collector import VectorEnvCollector
 from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.gae import compute_gae
-from rl.ppo import NonFiniteLossError
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
 from rl.seeding import train_episode_seed
 from rl.trainer import Trainer
@@ -167,14 +167,21 @@ def test_sigkill_mid_run_then_resume_completes(tmp_path):
     assert load_checkpoint(latest_checkpoint(run_dir))["update"] == saved["update"] + 1
 
 
-def test_non_finite_loss_names_the_step_and_keeps_the_last_good_checkpoint(tmp_path):
-    trainer = Trainer.create(smoke_config(tmp_path, "run.image_every=0"), tmp_path)
-    trainer.train(max_updates=1)
-    trainer = Trainer.resume(tmp_path)
-    with torch.no_grad():
-        trainer.policy.value_head.weight.fill_(float("nan"))
-    with pytest.raises(NonFiniteLossError, match="non-finite loss at global step 64"):
-        trainer.train(max_updates=1)
+@pytest.mark.parametrize("learning_rate", [1e3, 1e6])
+def test_a_diverging_run_stops_naming_the_step_and_keeps_the_last_good_checkpoint(tmp_path, capsys, learning_rate):
+    """A learning rate that blows up: caught at the gradient (1e3) or at the outputs (1e6), never
+    by torch's Categorical dumping NaN tensors, and nothing diverged reaches a checkpoint."""
+    assert train.main(["--config", str(SMOKE), f"run.run_dir={tmp_path}", "run.image_every=0",
+                       "ppo.total_timesteps=32"]) == 0  # one good update: checkpoint 1
+    config = yaml.safe_load((tmp_path / "config.yaml").read_text())
+    config["ppo"].update(learning_rate=learning_rate, total_timesteps=128)  # the same network, a wild step size
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    assert train.main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "nan, nan" not in err  # one line, no tensors dumped
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and re.search(r"(non-finite gradient|outputs are not finite) at global step 64", errors[0])
     kept = load_checkpoint(latest_checkpoint(tmp_path))
     assert kept["update"] == 1 and all(torch.isfinite(t).all() for t in kept["model"].values())
 

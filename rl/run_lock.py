@@ -1,0 +1,53 @@
+"""One training per run folder: an exclusive lock held for the training's lifetime.
+
+The lock is ``fcntl.flock`` on ``<run_dir>/.lock``. The kernel drops it when the process ends,
+however it ends (Ctrl-C, SIGKILL, a crash), so the file a dead run leaves behind never blocks the
+next one: a stale lock is recognised by being unlocked. The file's text names the holder, for the
+message that refuses a second training. (flock is local to one machine: two machines writing into
+one shared folder are not kept apart by it.)
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+LOCK_NAME = ".lock"
+
+
+class RunLockedError(RuntimeError):
+    """Another training holds the run folder."""
+
+
+class RunLock:
+    """``RunLock(run_dir).acquire()`` or raise ``RunLockedError`` naming the holder; ``release()`` when done."""
+
+    def __init__(self, run_dir: Path):
+        self.path = Path(run_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 4096).decode(errors="replace").strip() or "a process that has not written its name yet"
+            os.close(fd)
+            raise RunLockedError(f"{self.path.parent} is in use by another training ({holder}); "
+                                 f"wait for it to end, or train into another folder (run.name)") from None
+        os.ftruncate(fd, 0)
+        command = " ".join(sys.argv) or "python"
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}: "
+                     f"{command}".encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
