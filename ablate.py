@@ -7,7 +7,8 @@ Each (setting, seed) is an ordinary training run in ``--out`` (default runs/abla
 by its argmax moves, with nearest frontier, on the same held-out maps as ``evaluate.py``. Runs go in parallel
 processes (``--workers``, default: one per core), and the sweep is resumable: rerun the same
 command after a kill and finished runs are skipped, interrupted ones resumed from their last
-checkpoint. Writes results.csv, results.md, learning_curves.png, travel_to_complete.png and
+checkpoint; a run folder made with other settings is refused, naming the keys that differ, and a
+finished run evaluated with other ``--episodes`` / ``--eval-seed`` is evaluated again. Writes results.csv, results.md, learning_curves.png, travel_to_complete.png and
 ratio_to_nearest_frontier.png.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tqdm import tqdm
 
 from config import ConfigError, load_config
 from rl.report import by_setting, markdown_table, write_csv
-from rl.sweep import RunSpec, run_name, run_one, settings_grid
+from rl.sweep import RunSpec, StaleRunError, check_reusable, run_name, run_one, settings_grid, spec_config
 from viz.ablation_plots import final_metric, learning_curves
 
 
@@ -71,6 +72,12 @@ def main(argv: list[str] | None = None) -> int:
                      run_dir=str(args.out / run_name(setting, seed)), config_path=args.config,
                      episodes=args.episodes, eval_seed=args.eval_seed, torch_threads=threads)
              for setting in grid for seed in range(1, args.seeds + 1)]
+    try:  # before any run starts: a folder made with other settings is never relabelled
+        for spec in specs:
+            check_reusable(Path(spec.run_dir), spec_config(spec))
+    except StaleRunError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     # spawn, not fork: each worker starts a clean torch with its own thread count.

@@ -46,9 +46,21 @@ def load_report(path: Path) -> Report:
     try:
         report = json.loads(path.read_text())
         episodes = {name: [EpisodeResult(**e) for e in results] for name, results in report["per_episode"].items()}
-        return Report(seed=report["seed"], env=report["env"], episodes=episodes)
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as error:
-        raise ValueError(f"{path}: not an evaluate.py --json report ({type(error).__name__}: {error})") from error
+        report = Report(seed=report["seed"], env=report["env"], episodes=episodes)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+        reason = "an empty file" if path.is_file() and path.stat().st_size == 0 else type(error).__name__
+        raise ValueError(f"{path}: not an evaluate.py --json report ({reason})") from None
+    if not report.episodes or not all(report.episodes.values()):
+        raise ValueError(f"{path}: the report holds no episodes")
+    return report
+
+
+MAP_SETTINGS = ("id", "kwargs")
+"""The environment settings that shape the maps; ``num_envs`` and ``vector`` do not."""
+
+
+def maps_of(env: dict) -> dict:
+    return {key: env.get(key) for key in MAP_SETTINGS}
 
 
 def common_maps(new: Report, base: Report) -> int:
@@ -56,8 +68,8 @@ def common_maps(new: Report, base: Report) -> int:
     they were run on different maps."""
     if new.seed != base.seed:
         raise ValueError(f"the reports were run on different maps: --seed {new.seed} against --seed {base.seed}")
-    if new.env != base.env:
-        differ = sorted(key for key in new.env.keys() | base.env.keys() if new.env.get(key) != base.env.get(key))
+    if maps_of(new.env) != maps_of(base.env):
+        differ = sorted(key for key in MAP_SETTINGS if new.env.get(key) != base.env.get(key))
         raise ValueError(f"the reports were run with different environment settings: {differ} "
                          f"({[new.env.get(k) for k in differ]} against {[base.env.get(k) for k in differ]})")
     n = min(len(results) for results in (*new.episodes.values(), *base.episodes.values()))
@@ -133,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     if len(args.reports) < 2:
         parser.error(f"got one report ({args.reports[0]}): give NEW.json [NEW.json ...] BASE.json")
     new_paths, base_path = args.reports[:-1], args.reports[-1]
+    resolved = [path.resolve() for path in args.reports]
+    twice = sorted({str(p) for p in args.reports if resolved.count(p.resolve()) > 1})
+    if twice:
+        parser.error(f"{twice} given more than once: a report compared with itself says nothing")
     try:
         new = pool_reports([load_report(path) for path in new_paths], new_paths)
         base = load_report(base_path)

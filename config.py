@@ -254,6 +254,15 @@ def _check_type(hint: Any, value: Any, key: str) -> Any:
     return value
 
 
+def flat_settings(config: Config) -> dict[str, Any]:
+    """``{"seed": 1, "model.n_heads": 4, ...}``: every setting of ``config`` under its dotted key."""
+    flat = {}
+    for section, values in dataclasses.asdict(config).items():
+        items = values.items() if isinstance(values, dict) else [(None, values)]
+        flat.update({section if key is None else f"{section}.{key}": value for key, value in items})
+    return flat
+
+
 def save_config(config: Config, path: str | Path) -> None:
     """Write the resolved ``config`` as YAML; ``load_config(path)`` gives it back."""
     with open(path, "w") as f:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
-from rl.atomic import atomic_write_text
+from rl.atomic import atomic_write_text, check_writable
 from rl.envs import check_env_config
 from rl.evaluation import argmax_actor, evaluate_actors, load_policy, summarise, travel_ratio
 from stats import format_mean_ci
@@ -89,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    for option, path in (("--json", args.json), ("--gif", args.gif)):
+        try:
+            if path is not None:
+                check_writable(path)
+        except ValueError as error:  # now, not after the evaluation
+            parser.error(f"{option}: {error}")
 
     actors = {}
     if args.checkpoint is not None:

@@ -14,6 +14,7 @@ the robot's node unless ``--query`` names another.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from PIL import Image
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
 from graph_batch import collate
+from rl.atomic import check_writable
 from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.seeding import eval_episode_seed
@@ -58,6 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("viz_out"))
     parser.add_argument("--fps", type=float, default=3.0)
     args = parser.parse_args(argv)
+    for option, value, low in (("--seed", args.seed, 0), ("--at", args.at, 0), ("--query", args.query, 0)):
+        if value is not None and value < low:
+            parser.error(f"{option} must be >= {low}, got {value}")
+    if not (math.isfinite(args.fps) and args.fps > 0):
+        parser.error(f"--fps must be a finite number > 0, got {args.fps}")
+    try:
+        check_writable(args.out, folder=True)
+    except ValueError as error:
+        parser.error(f"--out: {error}")
     try:
         policy, config = load_policy(args.checkpoint)
     except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout

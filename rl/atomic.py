@@ -27,3 +27,18 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
 def atomic_write_text(path: Path, text: str) -> None:
     """``atomic_write`` of a UTF-8 text."""
     atomic_write(path, lambda f: f.write(text.encode()))
+
+
+def check_writable(path: Path, folder: bool = False) -> None:
+    """Raise ``ValueError`` now, before any long work, if ``path`` (a file, or with ``folder`` a
+    folder, made if missing) could not be written later."""
+    path = Path(path)
+    if path.exists() and path.is_dir() != folder:
+        raise ValueError(f"{path} is {'a file' if folder else 'a folder'}; expected {'a folder' if folder else 'a file path'}")
+    existing = path if folder and path.exists() else path.parent
+    while not existing.exists():  # a folder that would be made: the first existing ancestor decides
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"cannot write {path}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write {path}: no write permission in {existing}")

@@ -2,6 +2,9 @@
 
 Each run lives in ``<out>/<label>_seed<S>/`` as an ordinary training run folder plus
 ``result.json``, written last and atomically: its presence is what marks a run as finished.
+A run folder is reused only for the settings it was made with: its ``config.yaml`` must equal the
+config the sweep asks for (``StaleRunError`` names the keys that differ), and a result evaluated
+with other ``--episodes`` / ``--eval-seed`` is evaluated again from the finished run.
 """
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from config import load_config
+from config import Config, flat_settings, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text
 from rl.checkpoint import latest_checkpoint
@@ -22,6 +27,13 @@ from rl.evaluation import evaluate_actors, argmax_actor, summarise, travel_ratio
 from rl.trainer import Trainer
 
 RESULT = "result.json"
+
+NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device")
+"""Settings a rerun may change without making a finished run stale: they decide how fast, not what."""
+
+
+class StaleRunError(ValueError):
+    """A run folder made with other settings than the sweep now asks for."""
 
 
 @dataclass(frozen=True)
@@ -60,17 +72,40 @@ def scalar_series(run_dir: Path, *tags: str) -> dict[str, tuple[list[int], list[
     return series
 
 
+def spec_config(spec: RunSpec) -> Config:
+    """The resolved config of the run ``spec`` asks for."""
+    return load_config(spec.config_path, [*spec.overrides, f"seed={spec.seed}", f"run.run_dir={spec.run_dir}",
+                                          "run.image_every=0", f"run.torch_threads={spec.torch_threads}"])
+
+
+def check_reusable(run_dir: Path, asked: Config) -> None:
+    """Raise ``StaleRunError`` if ``run_dir`` holds a run made with other settings than ``asked``."""
+    if not (run_dir / "config.yaml").exists():
+        return
+    found, wanted = flat_settings(load_config(run_dir / "config.yaml")), flat_settings(asked)
+    differ = [key for key in wanted if key not in NOT_SHAPING_A_RUN and found.get(key) != wanted[key]]
+    if differ:
+        described = ", ".join(f"{key}: {found.get(key)!r} there, {wanted[key]!r} asked" for key in differ)
+        raise StaleRunError(f"{run_dir} holds a run made with other settings than this sweep asks for "
+                            f"({described}); give another --out, or delete the folder to retrain it")
+
+
 def run_one(spec: RunSpec) -> dict:
-    """Train, evaluate and record one run; a finished run is read back, a killed one resumed."""
-    run_dir = Path(spec.run_dir)
+    """Train, evaluate and record one run; a finished run is read back, a killed one resumed.
+
+    Raises ``StaleRunError`` before touching a run folder made with other settings.
+    """
+    run_dir, config = Path(spec.run_dir), spec_config(spec)
+    check_reusable(run_dir, config)
+    evaluation = {"episodes": spec.episodes, "eval_seed": spec.eval_seed}
     if (run_dir / RESULT).exists():
-        return json.loads((run_dir / RESULT).read_text())
+        result = json.loads((run_dir / RESULT).read_text())
+        if result.get("evaluation") == evaluation:
+            return result
     if latest_checkpoint(run_dir) is not None:
-        trainer = Trainer.resume(run_dir)
+        trainer = Trainer.resume(run_dir)  # a finished run: train() below does nothing
     else:
-        overrides = [*spec.overrides, f"seed={spec.seed}", f"run.run_dir={run_dir}", "run.image_every=0",
-                     f"run.torch_threads={spec.torch_threads}"]
-        trainer = Trainer.create(load_config(spec.config_path, overrides), run_dir)
+        trainer = Trainer.create(config, run_dir)
     trainer.train(progress=False)
 
     actors = {"agent": argmax_actor(trainer.policy.eval()), "nearest_frontier": BASELINES["nearest_frontier"]}
@@ -82,7 +117,7 @@ def run_one(spec: RunSpec) -> dict:
     coverage_steps, coverage = series["charts/coverage"]
     _, sps = series["charts/SPS"]
     result = {
-        "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir),
+        "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir), "evaluation": evaluation,
         "parameters": sum(p.numel() for p in trainer.policy.parameters()),
         "success_rate": agent["success_rate"][0], "coverage": agent["coverage"][0],
         "travel_to_complete": agent["travel_to_complete"][0], "ratio_to_nearest_frontier": ratio,

@@ -13,7 +13,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from config import Config, ConfigError, load_config, save_config
+from config import Config, ConfigError, flat_settings, load_config, save_config
 from graph_batch import collate
 from policy import PolicyNet
 from rl.buffer import Rollout
@@ -42,10 +42,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 def hyperparameter_table(config: Config) -> str:
-    rows = []
-    for section, values in asdict(config).items():
-        items = values.items() if isinstance(values, dict) else [("", values)]
-        rows += [f"|{section}{'.' + key if key else ''}|{value}|" for key, value in items]
+    rows = [f"|{key}|{value}|" for key, value in flat_settings(config).items()]
     return "|key|value|\n|-|-|\n" + "\n".join(rows)
 
 

@@ -1,5 +1,6 @@
 """ablate.py on tiny budgets: every file with the right rows, and a killed sweep resumes."""
 import csv
+import json
 
 import pytest
 
@@ -48,3 +49,20 @@ def test_rerun_skips_finished_runs_and_resumes_a_killed_one(sweep):
 def test_a_bad_sweep_key_is_named(capsys):
     assert ablate.main(["--sweep", "model.n_head=1,2", "--config", str(SMOKE)]) == 2
     assert "unknown key 'model.n_head'" in capsys.readouterr().err
+
+
+def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluations_rerun(sweep, capsys):
+    finished = sweep / "model.n_heads=1_seed1"
+    before = {p.name: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()}
+    assert ablate.main([*ARGS[:-1], "ppo.total_timesteps=128", "--out", str(sweep)]) == 2
+    error = capsys.readouterr().err
+    assert "model.n_heads=1_seed1 holds a run made with other settings" in error
+    assert "ppo.total_timesteps: 64 there, 128 asked" in error
+    assert {p.name: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()} == before  # nothing written
+
+    # Other evaluation settings reuse the training and evaluate it again: the checkpoints stay.
+    checkpoints = {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")}
+    assert ablate.main([*ARGS, "--out", str(sweep), "--episodes", "3"]) == 0  # the last --episodes counts
+    assert json.loads((finished / "result.json").read_text())["evaluation"] == {"episodes": 3, "eval_seed": 0}
+    assert {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")} == checkpoints
+    assert "3 held-out episodes" in (sweep / "results.md").read_text()

@@ -1,5 +1,6 @@
 """compare.py: two evaluate.py --json reports compared map by map."""
 import json
+import re
 import statistics
 
 import pytest
@@ -107,3 +108,26 @@ def test_pooled_reports_must_share_maps_and_a_policy(tmp_path, capsys):
     other_policy = write_report(tmp_path / "other.json", {"random": [episode(True, 10)]})
     assert "share no policy: they have [['agent'], ['random']]" in refused(capsys, run_a, other_policy, base)
     assert f"got one report ({run_a}): give NEW.json [NEW.json ...] BASE.json" in refused(capsys, run_a)
+
+
+def test_settings_that_do_not_shape_the_maps_do_not_block_a_comparison_and_bad_files_are_named(tmp_path, capsys):
+    report = {"episodes": 1, "seed": 0, "summaries": {},
+              "env": {"id": "GridExplore-v0", "kwargs": {"map_size": 16}, "num_envs": 8, "vector": "sync"},
+              "per_episode": {"greedy": [{"success": True, "coverage": 1.0, "steps": 5, "travel_distance": 20.0,
+                                          "episodic_return": 1.0, "map_family": "maze"}]}}
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(report))
+    b.write_text(json.dumps({**report, "env": {**report["env"], "num_envs": 2, "vector": "async"}}))
+    assert compare.main([str(a), str(b)]) == 0
+    capsys.readouterr()
+    empty, binary, no_episodes = tmp_path / "empty.json", tmp_path / "binary.json", tmp_path / "none.json"
+    empty.write_text("")
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    no_episodes.write_text(json.dumps({**report, "per_episode": {}}))
+    for argv, message in (([str(empty), str(b)], r"empty.json: not an evaluate.py --json report \(an empty file\)"),
+                          ([str(binary), str(b)], r"binary.json: not an evaluate.py --json report"),
+                          ([str(no_episodes), str(b)], r"none.json: the report holds no episodes"),
+                          ([str(a), str(a)], r"given more than once")):
+        with pytest.raises(SystemExit):
+            compare.main(argv)
+        assert re.search(message, capsys.readouterr().err), message
