@@ -1,8 +1,9 @@
 """From the environment's observations to the tensors ``PolicyNet`` reads: one named step, outside the model.
 
 ``collate(obs)`` converts, validates and trims; ``PolicyNet`` then sees only a ``GraphBatch``.
-``forward_observations(policy, obs, size_buckets)`` is the call the rollout collector and the
-PPO update make: it collates and runs the policy, optionally in slices of similar graph size.
+``forward_observations(policy, obs, size_buckets)`` is the call the PPO update makes: it collates
+and runs the policy, optionally in slices of similar graph size. ``forward_each(policy, obs)`` is
+the collectors' call: one forward per observation.
 
 Shape legend: B batch, N nodes (after trimming), K candidate slots, F node features.
 """
@@ -97,3 +98,17 @@ def forward_observations(policy: nn.Module, obs: Mapping[str, Tensor], size_buck
     logits, values = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
     restore = order.argsort().to(device)  # back to the caller's order
     return logits[restore], values[restore]
+
+
+def forward_each(policy: nn.Module, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
+    """``policy(collate(obs[i]))`` for each observation i, stacked: (logits [B,K], values [B]).
+
+    Row i depends on observation i alone, bit for bit. A batched call does not promise that: its
+    matrix products and trimming change with the batch's size and largest graph, which moves the
+    last float bits (about 3e-6 on the default network). The rollout collectors use this, so that
+    a rollout is the same however the envs are split across processes or machines.
+    """
+    device = next(policy.parameters()).device
+    outputs = [policy(collate({key: value[i] for key, value in obs.items()}, device))
+               for i in range(len(obs[CURRENT_INDEX]))]
+    return torch.cat([logits for logits, _ in outputs]), torch.cat([values for _, values in outputs])

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from env.greedy_value import GREEDY_VALUE
-from graph_batch import forward_observations
+from graph_batch import forward_each
 
 
 class CriticValues:
@@ -35,7 +35,7 @@ class CriticValues:
         final_obs = {key: np.stack([info["final_obs"][i][key] for i in index]) for key in info["final_obs"][index[0]]}
         values = torch.zeros(len(truncated))
         with torch.no_grad():
-            values[index] = forward_observations(policy, final_obs)[1].cpu()
+            values[index] = forward_each(policy, final_obs)[1].cpu()
         return values
 
     def observe(self, info: dict) -> None:
@@ -44,7 +44,7 @@ class CriticValues:
     def next(self, policy: nn.Module, obs: dict) -> Tensor:
         """[E] V of the observations after the rollout's last step."""
         with torch.no_grad():
-            return forward_observations(policy, obs)[1].cpu()
+            return forward_each(policy, obs)[1].cpu()
 
 
 class GreedyValues:

@@ -53,6 +53,19 @@ class Rollout:
                 self.obs[key] = torch.zeros((self.num_steps, *value.shape), dtype=value.dtype)
             self.obs[key][t] = value
 
+    @classmethod
+    def join(cls, parts: list["Rollout"]) -> "Rollout":
+        """Rollouts of consecutive slices of envs (same T) as one over all of them, as if one
+        collector had stepped every env: tensors joined on the env axis, episodes in step order."""
+        joined = cls(parts[0].num_steps, sum(part.num_envs for part in parts))
+        joined.obs = {key: torch.cat([part.obs[key] for part in parts], dim=1) for key in parts[0].obs}
+        for name in ("actions", "logprobs", "values", "rewards", "terminated", "truncated", "bootstrap_values",
+                     "final_bootstrap_values", "next_bootstrap_values"):
+            setattr(joined, name, torch.cat([getattr(part, name) for part in parts], dim=-1))
+        # Within a step a vector env reports episodes in env order: slices in order, then a stable sort.
+        joined.episodes = sorted((e for part in parts for e in part.episodes), key=lambda e: e.step)
+        return joined
+
     def flat_obs(self, index: Tensor) -> dict[str, Tensor]:
         """Observations of flattened steps ``index`` (into T*E), batched as [len(index),...]."""
         return {key: value.flatten(0, 1)[index] for key, value in self.obs.items()}

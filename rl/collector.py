@@ -1,24 +1,29 @@
 """Collectors: (policy weights, envs) -> a ``Rollout`` of ``num_steps`` steps from every env.
 
 The seam the training loop collects through. ``VectorEnvCollector`` steps a gymnasium vector env
-in this process; a collector on other workers (Ray actors, each a slice of the envs) implements
-the same three methods. Envs are seeded by their global index (``rl.envs.SeededEpisodes``), so
-a rollout does not depend on how the envs are split.
+in this process; ``rl.cluster.collector.RayCollector`` gives slices of the envs to Ray actors,
+each a ``VectorEnvCollector`` over its slice. Two things make a rollout independent of how the
+envs are split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its
+action is sampled from its own observation's forward pass (``graph_batch.forward_each``) with a
+seed drawn from where it is (``rl.seeding.action_seed``). ``make_collector`` picks one by
+``env.vector``.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
 from config import Config
-from graph_batch import forward_observations
+from graph_batch import forward_each
 from rl.bootstrap import bootstrap_values
 from rl.buffer import Rollout
 from rl.envs import make_envs, restore_envs
 from rl.episodes import EpisodeProgress
 from rl.ppo import NonFiniteLossError, masked_policy
+from rl.seeding import action_seed
 
 
 class Collector(Protocol):
@@ -32,41 +37,52 @@ class Collector(Protocol):
         """Release the envs (and workers)."""
 
 
-class VectorEnvCollector:
-    """Every env in one gymnasium Sync or Async vector env (``env.vector``), in this process.
+def sample_actions(policy: nn.Module, obs: dict, seeds: Sequence[int]) -> tuple[Tensor, Tensor, Tensor]:
+    """One action per env from its own forward pass and seed: (actions [E], log-probs [E], values [E])."""
+    with torch.no_grad():
+        logits, values = forward_each(policy, obs)
+        if not (torch.isfinite(logits).all() and torch.isfinite(values).all()):
+            raise NonFiniteLossError("the policy's outputs are not finite while collecting a rollout: "
+                                     "its weights have diverged (lower ppo.learning_rate?)")
+        dist = masked_policy(logits)
+        actions = torch.cat([torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(seed))
+                             for probs, seed in zip(dist.probs.cpu(), seeds)])  # masked slots have probability 0
+        return actions, dist.log_prob(actions.to(logits.device)).cpu(), values.cpu()
 
-    Started fresh, or, given the ``EpisodeProgress`` of a checkpoint, with every env replayed to
-    where it was.
+
+class VectorEnvCollector:
+    """The run's envs ``env_indices`` (default: all) in one gymnasium vector env in this process.
+
+    Started fresh, or, given the ``EpisodeProgress`` of those envs (from a checkpoint), with each
+    env replayed to where it was. ``vector`` overrides ``env.vector`` (Ray workers use ``sync``).
     """
 
-    def __init__(self, config: Config, progress: EpisodeProgress | None = None):
-        self.num_steps = config.ppo.num_steps
+    def __init__(self, config: Config, progress: EpisodeProgress | None = None,
+                 env_indices: Sequence[int] | None = None, vector: str | None = None):
+        self.num_steps, self.run_seed = config.ppo.num_steps, config.seed
+        self.env_indices = list(range(config.env.num_envs) if env_indices is None else env_indices)
         self.bootstrap = bootstrap_values(config.ppo.gae_values)
-        self.envs = make_envs(config.env, config.seed, greedy_value=self.bootstrap.wraps_greedy_value)
+        self.envs = make_envs(config.env, config.seed, self.bootstrap.wraps_greedy_value, self.env_indices, vector)
         if progress is None:
-            self._progress = EpisodeProgress.start(config.env.num_envs)
+            self._progress = EpisodeProgress.start(len(self.env_indices))
             self.obs, _ = self.envs.reset()
         else:
             self._progress = progress
-            self.obs = restore_envs(self.envs, progress.episodes, progress.actions)
+            self.obs = restore_envs(self.envs, progress, self.env_indices)
         self.bootstrap.start(self.envs)
 
     def collect(self, policy: nn.Module) -> Rollout:
         rollout = Rollout(self.num_steps, self.envs.num_envs)
         policy.eval()
         for t in range(self.num_steps):
-            with torch.no_grad():
-                logits, value = forward_observations(policy, self.obs)
-                if not (torch.isfinite(logits).all() and torch.isfinite(value).all()):
-                    raise NonFiniteLossError("the policy's outputs are not finite while collecting a rollout: "
-                                             "its weights have diverged (lower ppo.learning_rate?)")
-                dist = masked_policy(logits)
-                action = dist.sample()
+            seeds = [action_seed(self.run_seed, i, episode, len(actions)) for i, episode, actions
+                     in zip(self.env_indices, self._progress.episodes, self._progress.actions)]
+            action, rollout.logprobs[t], value = sample_actions(policy, self.obs, seeds)
             rollout.store_obs(t, self.obs)
-            rollout.actions[t], rollout.logprobs[t], rollout.values[t] = action.cpu(), dist.log_prob(action).cpu(), value.cpu()
-            rollout.bootstrap_values[t] = self.bootstrap.current(value.cpu())
+            rollout.actions[t], rollout.values[t] = action, value
+            rollout.bootstrap_values[t] = self.bootstrap.current(value)
 
-            self.obs, reward, terminated, truncated, info = self.envs.step(action.cpu().numpy())
+            self.obs, reward, terminated, truncated, info = self.envs.step(action.numpy())
             rollout.rewards[t] = torch.as_tensor(reward, dtype=torch.float32)
             rollout.terminated[t], rollout.truncated[t] = torch.as_tensor(terminated), torch.as_tensor(truncated)
             if truncated.any():
@@ -82,3 +98,12 @@ class VectorEnvCollector:
 
     def close(self) -> None:
         self.envs.close()
+
+
+def make_collector(config: Config, progress: EpisodeProgress | None = None) -> Collector:
+    """The collector ``env.vector`` names: ``sync`` / ``async`` in this process, ``ray`` on Ray actors
+    (imported only then: nothing else in a run needs Ray)."""
+    if config.env.vector == "ray":
+        from rl.cluster.collector import RayCollector
+        return RayCollector(config, progress)
+    return VectorEnvCollector(config, progress)

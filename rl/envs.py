@@ -4,9 +4,11 @@ Each sub-env is wrapped in ``SeededEpisodes``: episode ``e`` of env ``i`` is res
 ``train_episode_seed(run_seed, i, e)``, so an env's state is fully determined by its episode
 number and the actions taken since that episode began. A checkpoint stores just those integers,
 and ``restore_envs`` rebuilds every env by replaying them (at most ``max_steps`` steps each).
+A process may hold any slice of a run's envs: env ``i`` is the same env wherever it runs.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -16,6 +18,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import ConfigError, EnvConfig
 from env.greedy_value import GreedyValue
+from rl.episodes import EpisodeProgress
 from rl.seeding import train_episode_seed
 
 
@@ -36,8 +39,8 @@ class SeededEpisodes(gym.Wrapper):
         self.episode += 1
         return self.env.reset(seed=train_episode_seed(self.run_seed, self.env_index, self.episode), options=options)
 
-    def restore(self, episodes: list[int], actions: list[list[int]]) -> dict[str, np.ndarray]:
-        """Rebuild this env at episode ``episodes[i]`` after ``actions[i]`` (i = this env's index)."""
+    def restore(self, episodes: dict[int, int], actions: dict[int, list[int]]) -> dict[str, np.ndarray]:
+        """Rebuild this env at episode ``episodes[i]`` after ``actions[i]`` (i = this env's global index)."""
         self.episode = episodes[self.env_index] - 1
         obs, _ = self.reset()
         for action in actions[self.env_index]:
@@ -60,9 +63,12 @@ def check_env_config(config: EnvConfig) -> None:
         raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
 
 
-def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False) -> gym.vector.VectorEnv:
-    """``config.num_envs`` seeded envs in a Sync or Async vector env with same-step autoreset;
-    with ``greedy_value`` each also reports W(s) (``env.greedy_value.GreedyValue``).
+def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indices: Sequence[int] | None = None,
+              vector: str | None = None) -> gym.vector.VectorEnv:
+    """The run's envs ``indices`` (default: all ``config.num_envs``), seeded by their global index,
+    in a Sync or Async vector env (``vector``, default ``config.vector``; ``ray`` workers hold
+    Sync ones) with same-step autoreset; with ``greedy_value`` each also reports W(s)
+    (``env.greedy_value.GreedyValue``).
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
     returns the next episode's first observation at once, so no rollout step is wasted.
@@ -75,12 +81,15 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False) -> g
             return SeededEpisodes(GreedyValue(one) if greedy_value else one, run_seed, index)
         return make
 
-    vector_cls = SyncVectorEnv if config.vector == "sync" else AsyncVectorEnv
-    return vector_cls([make_one(i) for i in range(config.num_envs)], autoreset_mode=AutoresetMode.SAME_STEP)
+    indices = range(config.num_envs) if indices is None else indices
+    vector_cls = AsyncVectorEnv if (vector or config.vector) == "async" else SyncVectorEnv
+    return vector_cls([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
 
 
-def restore_envs(envs: gym.vector.VectorEnv, episodes: list[int], actions: list[list[int]]) -> dict[str, np.ndarray]:
-    """Replay every env to its checkpointed state; returns the batched current observation."""
+def restore_envs(envs: gym.vector.VectorEnv, progress: EpisodeProgress, indices: Sequence[int]) -> dict[str, np.ndarray]:
+    """Replay envs ``indices`` (``progress`` holds their places, in that order) to where they were;
+    returns the batched current observation."""
     envs.reset()
+    episodes, actions = dict(zip(indices, progress.episodes)), dict(zip(indices, progress.actions))
     per_env: Any = envs.call("restore", episodes, actions)
     return {key: np.stack([obs[key] for obs in per_env]) for key in per_env[0]}

@@ -57,5 +57,17 @@ class EpisodeProgress:
             self.actions[i], self.episode_return[i], self.episode_length[i] = [], 0.0, 0
         return finished
 
+    def slice(self, first: int, count: int) -> "EpisodeProgress":
+        """The places of envs ``first .. first + count - 1`` (a copy)."""
+        part = slice(first, first + count)
+        return EpisodeProgress(self.episodes[part], [list(a) for a in self.actions[part]],
+                               self.episode_return[part], self.episode_length[part])
+
+    @classmethod
+    def join(cls, parts: list["EpisodeProgress"]) -> "EpisodeProgress":
+        """The places of consecutive slices of envs, as one."""
+        return cls(*([item for part in parts for item in getattr(part, name)]
+                     for name in ("episodes", "actions", "episode_return", "episode_length")))
+
     def state_dict(self) -> dict:
         return asdict(self)

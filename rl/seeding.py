@@ -22,3 +22,12 @@ def train_episode_seed(run_seed: int, env_index: int, episode: int) -> int:
 def eval_episode_seed(seed: int, episode: int) -> int:
     """The (odd) seed of held-out evaluation episode ``episode``."""
     return 2 * _mix(seed, episode) + 1
+
+
+def action_seed(run_seed: int, env_index: int, episode: int, step: int) -> int:
+    """The seed of the action env ``env_index`` samples at ``step`` of its training episode ``episode``.
+
+    A sampled action depends only on the policy's weights and where its env is, never on which
+    process holds the env or what else it holds, and a replayed env samples what it sampled before.
+    """
+    return _mix(run_seed, env_index, episode, step, 1)

@@ -18,7 +18,7 @@ from graph_batch import collate
 from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.checkpoint import checkpoint_path, latest_checkpoint, load_latest_readable, load_model_weights, save_checkpoint
-from rl.collector import Collector, VectorEnvCollector
+from rl.collector import Collector, make_collector
 from rl.envs import make_env
 from rl.episodes import EpisodeProgress
 from rl.evaluation import argmax_actor, run_episode
@@ -82,7 +82,7 @@ class Trainer:
             self._load_state(state, state_path or self.run_dir)
             progress = EpisodeProgress(state["episodes"], state["actions"], state["episode_return"],
                                        state["episode_length"])
-        self.collector: Collector = VectorEnvCollector(config, progress)
+        self.collector: Collector = make_collector(config, progress)
 
     @classmethod
     def create(cls, config: Config, run_dir: Path, paint_attention: AttentionPainter | None = None) -> "Trainer":

@@ -4,6 +4,7 @@ import pytest
 
 from config import EnvConfig
 from rl.envs import make_envs, restore_envs
+from rl.episodes import EpisodeProgress
 from rl.seeding import eval_episode_seed, train_episode_seed
 
 
@@ -31,8 +32,15 @@ def test_replaying_episode_numbers_and_actions_restores_every_env(vector):
                 actions[i].append(action[i])
     envs.close()
     assert max(episodes) >= 1
+    progress = EpisodeProgress(episodes, actions)
     fresh = make_envs(config, run_seed=3)
-    restored = restore_envs(fresh, episodes, actions)
+    restored = restore_envs(fresh, progress, range(2))
     fresh.close()
     for key in obs:
         np.testing.assert_array_equal(restored[key], obs[key], err_msg=key)
+    # A slice of the envs, on its own (as a Ray worker holds it), is the same env 1.
+    alone = make_envs(config, run_seed=3, indices=[1])
+    restored = restore_envs(alone, progress.slice(1, 1), [1])
+    alone.close()
+    for key in obs:
+        np.testing.assert_array_equal(restored[key][0], obs[key][1], err_msg=key)

@@ -1,0 +1,89 @@
+"""Collectors: a rollout does not depend on how the envs are split, and actions follow the policy."""
+import dataclasses
+
+import pytest
+import torch
+
+from graph_batch import forward_each, forward_observations
+from policy import PolicyNet
+from rl.buffer import Rollout
+from rl.collector import VectorEnvCollector, sample_actions
+from rl.episodes import EpisodeProgress
+from tests.helpers import observations, smoke_config
+
+ROLLOUT_TENSORS = ("actions", "logprobs", "values", "rewards", "terminated", "truncated", "bootstrap_values",
+                   "final_bootstrap_values", "next_bootstrap_values")
+
+
+def assert_same_rollout(a: Rollout, b: Rollout) -> None:
+    """Bit for bit: every tensor, every observation, every finished episode."""
+    for name in ROLLOUT_TENSORS:
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    assert a.obs.keys() == b.obs.keys()
+    for key in a.obs:
+        assert torch.equal(a.obs[key], b.obs[key]), key
+    assert a.episodes == b.episodes
+
+
+def collect_split(config, policy, slices, rollouts, progress=None):
+    """``rollouts`` rollouts from collectors over consecutive env slices, joined."""
+    firsts = [sum(slices[:i]) for i in range(len(slices))]
+    parts = [VectorEnvCollector(config, None if progress is None else progress.slice(first, count),
+                                range(first, first + count)) for first, count in zip(firsts, slices)]
+    joined = [Rollout.join([part.collect(policy) for part in parts]) for _ in range(rollouts)]
+    progress = EpisodeProgress.join([part.progress() for part in parts])
+    for part in parts:
+        part.close()
+    return joined, progress
+
+
+@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
+def test_slices_of_the_envs_joined_give_the_rollout_of_all_of_them(tmp_path, gae_values):
+    config = smoke_config(tmp_path, "env.num_envs=4", "env.kwargs.max_steps=8", f"ppo.gae_values={gae_values}")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    whole, progress = collect_split(config, policy, [4], rollouts=2)
+    assert any(r.truncated.any() for r in whole) and any(r.episodes for r in whole)  # autoresets were crossed
+    for slices in ([2, 2], [1, 3], [1, 1, 1, 1]):
+        torch.manual_seed(123)  # the global RNG plays no part in sampling
+        split, split_progress = collect_split(config, policy, slices, rollouts=2)
+        for a, b in zip(whole, split):
+            assert_same_rollout(a, b)
+        assert split_progress == progress
+    # Restored from the places after the first rollout, slices replay into the second one.
+    first, after_first = collect_split(config, policy, [4], rollouts=1)
+    assert_same_rollout(first[0], whole[0])
+    resumed, _ = collect_split(config, policy, [3, 1], rollouts=1, progress=after_first)
+    assert_same_rollout(resumed[0], whole[1])
+
+
+def test_forward_each_is_row_independent_and_agrees_with_a_batched_call():
+    torch.manual_seed(0)
+    policy = PolicyNet(dataclasses.replace(smoke_config("unused").model, embed_dim=32, n_heads=4)).eval()
+    obs = observations(6, seed=3)
+    with torch.no_grad():
+        logits, values = forward_each(policy, obs)
+        for i in (0, 5):
+            alone = forward_each(policy, {key: value[i:i + 1] for key, value in obs.items()})
+            assert torch.equal(alone[0][0], logits[i]) and torch.equal(alone[1][0], values[i])
+        batched = forward_observations(policy, obs)
+    torch.testing.assert_close(logits, batched[0])
+    torch.testing.assert_close(values, batched[1])
+
+
+def test_sampled_actions_follow_the_policy_and_never_take_a_masked_slot():
+    torch.manual_seed(0)
+    policy = PolicyNet(smoke_config("unused").model).eval()
+    obs = observations(1, seed=5)
+    with torch.no_grad():
+        probs = torch.softmax(forward_each(policy, obs)[0][0], -1)
+    n = 4000
+    counts = torch.zeros_like(probs)
+    for seed in range(n):
+        action, logprob, _ = sample_actions(policy, obs, [seed])
+        counts[action] += 1
+        assert logprob.item() == pytest.approx(probs[action].log().item(), abs=1e-5)
+    assert (counts[probs == 0] == 0).all() and (probs > 0).sum() >= 2
+    # Each frequency within 4 standard errors of its probability.
+    assert ((counts / n - probs).abs() <= 4 * (probs * (1 - probs) / n).sqrt() + 1e-9).all(), (counts / n, probs)
+    assert sample_actions(policy, obs, [7])[0] == sample_actions(policy, obs, [7])[0]
