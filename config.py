@@ -63,11 +63,19 @@ class EnvConfig:
     """Keyword overrides for ``gymnasium.make`` (see ``env.config.GridExploreConfig``), e.g. map_size."""
     num_envs: int = 8
     """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""
-    vector: Literal["sync", "async"] = "sync"
-    """gymnasium's SyncVectorEnv (one process) or AsyncVectorEnv (one process per env)."""
+    vector: Literal["sync", "async", "ray"] = "sync"
+    """gymnasium's SyncVectorEnv (one process) or AsyncVectorEnv (one process per env), or ``ray``:
+    ``workers`` Ray actors, each stepping a contiguous slice of the envs with a CPU copy of the
+    policy (``docs/scaling.md``). The rollout is the same whichever is chosen."""
+    workers: int = 1
+    """Ray actors collecting rollouts with ``vector: ray`` (one CPU each; at most ``num_envs``)."""
 
     def __post_init__(self) -> None:
         check_at_least_one("env.num_envs", self.num_envs, ConfigError)
+        check_at_least_one("env.workers", self.workers, ConfigError)
+        if self.workers > self.num_envs:
+            raise ConfigError(f"env.workers={self.workers} is more than env.num_envs={self.num_envs}: "
+                              f"each worker needs at least one env")
 
 
 @dataclass
@@ -139,6 +147,9 @@ class RunConfig:
     """Updates between rendered-episode and attention images in TensorBoard; 0 disables."""
     torch_threads: int = 0
     """torch.set_num_threads; 0 keeps torch's default."""
+    ray_address: str = ""
+    """The Ray cluster ``env.vector: ray`` joins (``host:port`` of its head, or ``auto``); empty
+    starts a local one on this machine (or joins the one ``RAY_ADDRESS`` names)."""
 
     def __post_init__(self) -> None:
         check_at_least_one("run.checkpoint_every", self.checkpoint_every, ConfigError)

@@ -37,6 +37,10 @@ class Rollout:
     episodes: list[FinishedEpisode] = field(default_factory=list)
     """The episodes that ended during the rollout, in the order they ended."""
 
+    TENSORS = ("actions", "logprobs", "values", "rewards", "terminated", "truncated", "bootstrap_values",
+               "final_bootstrap_values", "next_bootstrap_values")
+    """The fields besides ``obs`` that hold a tensor: [T,E], or [E] for ``next_bootstrap_values``."""
+
     def __post_init__(self) -> None:
         T, E = self.num_steps, self.num_envs
         self.actions = torch.zeros(T, E, dtype=torch.long)
@@ -59,12 +63,16 @@ class Rollout:
         collector had stepped every env: tensors joined on the env axis, episodes in step order."""
         joined = cls(parts[0].num_steps, sum(part.num_envs for part in parts))
         joined.obs = {key: torch.cat([part.obs[key] for part in parts], dim=1) for key in parts[0].obs}
-        for name in ("actions", "logprobs", "values", "rewards", "terminated", "truncated", "bootstrap_values",
-                     "final_bootstrap_values", "next_bootstrap_values"):
+        for name in cls.TENSORS:
             setattr(joined, name, torch.cat([getattr(part, name) for part in parts], dim=-1))
         # Within a step a vector env reports episodes in env order: slices in order, then a stable sort.
         joined.episodes = sorted((e for part in parts for e in part.episodes), key=lambda e: e.step)
         return joined
+
+    def nbytes(self) -> int:
+        """The size of every tensor in it: what a rollout worker sends back per update."""
+        tensors = [*self.obs.values(), *(getattr(self, name) for name in self.TENSORS)]
+        return sum(t.numel() * t.element_size() for t in tensors)
 
     def flat_obs(self, index: Tensor) -> dict[str, Tensor]:
         """Observations of flattened steps ``index`` (into T*E), batched as [len(index),...]."""

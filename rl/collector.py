@@ -5,12 +5,15 @@ in this process; ``rl.cluster.collector.RayCollector`` gives slices of the envs 
 each a ``VectorEnvCollector`` over its slice. Two things make a rollout independent of how the
 envs are split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its
 action is sampled from its own observation's forward pass (``graph_batch.forward_each``) with a
-seed drawn from where it is (``rl.seeding.action_seed``). ``make_collector`` picks one by
-``env.vector``.
+seed drawn from where it is (``rl.seeding.action_seed``), always on one torch thread: torch's
+kernels round differently with another thread count (by up to 1e-6 on the default network), and
+one thread is as fast for these one-graph forward passes (``docs/performance.md``).
+``make_collector`` picks a collector by ``env.vector``.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol
 
 import torch
@@ -35,6 +38,17 @@ class Collector(Protocol):
 
     def close(self) -> None:
         """Release the envs (and workers)."""
+
+
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(1)``, then restore the thread count."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def sample_actions(policy: nn.Module, obs: dict, seeds: Sequence[int]) -> tuple[Tensor, Tensor, Tensor]:
@@ -72,6 +86,10 @@ class VectorEnvCollector:
         self.bootstrap.start(self.envs)
 
     def collect(self, policy: nn.Module) -> Rollout:
+        with one_torch_thread():
+            return self._collect(policy)
+
+    def _collect(self, policy: nn.Module) -> Rollout:
         rollout = Rollout(self.num_steps, self.envs.num_envs)
         policy.eval()
         for t in range(self.num_steps):

@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 import copy
+import os
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
-
+import torch
 
 from bench.synthetic import random_graph
 from config import load_config
@@ -71,3 +74,23 @@ def observations(B, seed=0):
         "current_index": current.astype(np.int64),
         "action_mask": (neighbors.numpy()[batch, current] >= 0).astype(np.int8),
     }
+
+
+def assert_same_rollout(a, b) -> None:
+    """Two ``rl.buffer.Rollout``s equal bit for bit: every tensor, observation and finished episode."""
+    for name in a.TENSORS:
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    assert a.obs.keys() == b.obs.keys()
+    for key in a.obs:
+        assert torch.equal(a.obs[key], b.obs[key]), key
+    assert a.episodes == b.episodes
+
+
+def kill_worker_after(collector, worker: int, delay_s: float):
+    """SIGKILL the process of ``collector``'s Ray worker ``worker`` ``delay_s`` from now (a started
+    ``threading.Timer``; join it)."""
+    import ray  # only the Ray tests need it
+    _, pid = ray.get(collector.workers[worker].where.remote())
+    timer = threading.Timer(delay_s, os.kill, (pid, signal.SIGKILL))
+    timer.start()
+    return timer

@@ -1,5 +1,7 @@
 """The import rules of docs/architecture.md, read from the source (every import, also inside functions)."""
 import ast
+import subprocess
+import sys
 
 import pytest
 
@@ -35,6 +37,14 @@ def test_a_layer_imports_nothing_it_must_not(package):
     assert not broken, broken
 
 
+def test_only_rl_cluster_imports_ray():
+    """Ray is for scaling out: the training, the model and the env never need it (tests may)."""
+    importers = {str(path.relative_to(ROOT)) for path in ROOT.rglob("*.py")
+                 if ".venv" not in path.parts and path.parts[len(ROOT.parts)] != "tests"
+                 and any(m.split(".")[0] == "ray" for m in imported_modules(path))}
+    assert importers and all(name.startswith("rl/cluster/") for name in importers), sorted(importers)
+
+
 def test_the_model_files_import_no_ray():
     for name in ("policy.py", "graph_batch.py", "config.py", "checks.py", "stats.py"):
         assert not {m for m in imported_modules(ROOT / name) if m.split(".")[0] == "ray"}, name
@@ -58,3 +68,10 @@ def test_packages_export_their_public_classes():
 
     assert {MultiHeadAttention, EncoderLayer, Encoder} <= {getattr(encoder, name) for name in encoder.__all__}
     assert {SingleHeadAttention, DecoderLayer, Decoder} <= {getattr(decoder, name) for name in decoder.__all__}
+
+
+def test_importing_the_model_env_and_training_loads_no_ray():
+    code = ("import sys, encoder, decoder, env, policy, graph_batch, rl.trainer, train, evaluate, ablate; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'ray'))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]", loaded.stdout

@@ -9,21 +9,7 @@ from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.collector import VectorEnvCollector, sample_actions
 from rl.episodes import EpisodeProgress
-from tests.helpers import observations, smoke_config
-
-ROLLOUT_TENSORS = ("actions", "logprobs", "values", "rewards", "terminated", "truncated", "bootstrap_values",
-                   "final_bootstrap_values", "next_bootstrap_values")
-
-
-def assert_same_rollout(a: Rollout, b: Rollout) -> None:
-    """Bit for bit: every tensor, every observation, every finished episode."""
-    for name in ROLLOUT_TENSORS:
-        assert torch.equal(getattr(a, name), getattr(b, name)), name
-    assert a.obs.keys() == b.obs.keys()
-    for key in a.obs:
-        assert torch.equal(a.obs[key], b.obs[key]), key
-    assert a.episodes == b.episodes
-
+from tests.helpers import assert_same_rollout, observations, smoke_config
 
 def collect_split(config, policy, slices, rollouts, progress=None):
     """``rollouts`` rollouts from collectors over consecutive env slices, joined."""

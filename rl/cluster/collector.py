@@ -1,0 +1,149 @@
+"""``RayCollector``: the run's envs split across Ray actors, one rollout gathered per update.
+
+    learner (Trainer)                               RolloutWorker actors (num_cpus=1 each)
+    weights = ray.put(policy.state_dict())   --->   worker w: envs [first_w, first_w + count_w)
+    rollout = Rollout.join(ray.get(...))     <---   (Rollout of its slice, EpisodeProgress)
+
+Each worker is a ``VectorEnvCollector`` over a contiguous slice of the envs (sync, in the
+actor's process) with a CPU copy of the policy on one torch thread. The weights go into the
+object store once per update and every worker reads them from there. Because env ``i`` is seeded
+by its global index and samples with seeds of its own (``rl.collector``), the joined rollout
+equals the in-process collector's bit for bit, for any number of workers.
+
+A worker whose process dies mid-rollout is restarted by Ray (``max_restarts``); the learner then
+rebuilds its envs by replaying them from where they stood when the rollout began (what
+``--resume`` does from a checkpoint) and collects its share again with the same weights, so the
+run goes on exactly as if nothing had happened, and says so in the log.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import ray
+import torch
+from ray.exceptions import RayActorError
+from torch import nn
+
+from config import Config
+from policy import PolicyNet
+from rl.buffer import Rollout
+from rl.cluster.connect import ClusterError, cluster_cpus, connect
+from rl.collector import VectorEnvCollector
+from rl.episodes import EpisodeProgress
+
+log = logging.getLogger(__name__)
+
+RESTARTS_PER_ROLLOUT = 3
+"""A worker that dies more often than this within one rollout stops the run (something is wrong
+with the machine or the env, not a passing failure)."""
+
+
+def env_slices(num_envs: int, workers: int) -> list[range]:
+    """Contiguous slices of ``range(num_envs)``, as even as can be: 10 envs, 3 workers -> 4, 3, 3."""
+    size, extra = divmod(num_envs, workers)
+    starts = [w * size + min(w, extra) for w in range(workers + 1)]
+    return [range(starts[w], starts[w + 1]) for w in range(workers)]
+
+
+@ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)
+class RolloutWorker:
+    """One slice of the envs and a CPU copy of the policy, in its own process."""
+
+    def __init__(self, config: Config, env_indices: range):
+        torch.set_num_threads(1)  # one CPU reserved; more threads would only wait on each other
+        self.config, self.env_indices = config, env_indices
+        self.policy = PolicyNet(config.model).eval()
+        self.collector: VectorEnvCollector | None = None
+
+    def collect(self, weights: dict[str, torch.Tensor], place: EpisodeProgress | None
+                ) -> tuple[Rollout, EpisodeProgress, bool]:
+        """A rollout of this slice from ``place`` (its envs' places now; None: fresh envs) ->
+        (rollout, places after it, whether the envs had to be built first).
+
+        A worker that Ray has just started, or restarted after its process died, has no envs:
+        it builds them from ``place`` by replay. A live worker's envs must already stand there.
+        """
+        built = self.collector is None
+        if built:
+            self.collector = VectorEnvCollector(self.config, place, self.env_indices, vector="sync")
+        elif place is not None and self.collector.progress() != place:
+            raise RuntimeError(f"worker for envs {self.env_indices} is not where the learner expects it")
+        self.policy.load_state_dict(weights)
+        return self.collector.collect(self.policy), self.collector.progress(), built
+
+    def where(self) -> tuple[str, int]:
+        """(Ray node id, process id): where this worker runs (tests and logs)."""
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def close(self) -> None:
+        if self.collector is not None:
+            self.collector.close()
+
+
+class RayCollector:
+    """The ``rl.collector.Collector`` on ``env.workers`` Ray actors (``env.vector: ray``)."""
+
+    def __init__(self, config: Config, progress: EpisodeProgress | None = None):
+        self.started_ray = connect(config.run.ray_address)
+        try:
+            available = cluster_cpus()
+            if config.env.workers > available:
+                raise ClusterError(f"env.workers={config.env.workers} needs {config.env.workers} CPUs, one per "
+                                   f"worker; the Ray cluster has {available}")
+            self.slices = env_slices(config.env.num_envs, config.env.workers)
+            self.workers = [RolloutWorker.remote(config, indices) for indices in self.slices]
+            # Each worker's envs' places when the next rollout begins: None until a fresh one's first.
+            self.places: list[EpisodeProgress | None] = [
+                None if progress is None else progress.slice(s.start, len(s)) for s in self.slices]
+            self.collected = [False] * len(self.workers)  # whether each worker has delivered a rollout yet
+            self.restarts = 0
+            self.bytes_sent = self.bytes_received = 0
+        except BaseException:
+            self.close()
+            raise
+
+    def collect(self, policy: nn.Module) -> Rollout:
+        weights = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
+        self.bytes_sent = sum(value.numel() * value.element_size() for value in weights.values())
+        weights_ref = ray.put(weights)  # once; every worker reads it from the object store
+        pending = {w: worker.collect.remote(weights_ref, self.places[w]) for w, worker in enumerate(self.workers)}
+        parts: dict[int, tuple[Rollout, EpisodeProgress, bool]] = {}
+        deaths = dict.fromkeys(pending, 0)
+        while pending:
+            w, ref = next(iter(pending.items()))
+            try:
+                parts[w] = ray.get(ref)
+                del pending[w]
+            except RayActorError as error:
+                deaths[w] += 1
+                if deaths[w] > RESTARTS_PER_ROLLOUT:
+                    raise RuntimeError(f"rollout worker {w} (envs {self.slices[w].start}-{self.slices[w].stop - 1}) "
+                                       f"died {deaths[w]} times in one rollout; last: {error}") from None
+                log.warning("rollout worker %d (envs %d-%d) died mid-rollout; Ray restarts it, its envs are "
+                            "replayed and its share collected again", w, self.slices[w].start, self.slices[w].stop - 1)
+                pending[w] = self.workers[w].collect.remote(weights_ref, self.places[w])  # waits for the restart
+        for w, (_, _, built) in parts.items():
+            if built and self.collected[w]:  # its process died, now or since the last rollout: rebuilt by replay
+                self.restarts += 1
+                if not deaths[w]:
+                    log.warning("rollout worker %d was restarted since the last rollout; its envs were replayed", w)
+            self.collected[w] = True
+        rollouts = [parts[w][0] for w in range(len(self.workers))]
+        self.places = [parts[w][1] for w in range(len(self.workers))]
+        self.bytes_received = sum(r.nbytes() for r in rollouts)
+        return Rollout.join(rollouts)
+
+    def progress(self) -> EpisodeProgress:
+        return EpisodeProgress.join([EpisodeProgress.start(len(s)) if place is None else place
+                                     for s, place in zip(self.slices, self.places)])
+
+    def close(self) -> None:
+        """Stop the workers (and the local Ray this collector started)."""
+        for worker in getattr(self, "workers", []):
+            ray.kill(worker, no_restart=True)
+        self.workers = []
+        if self.started_ray and ray.is_initialized():
+            ray.shutdown()
+        self.started_ray = False
+

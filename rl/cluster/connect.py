@@ -1,0 +1,60 @@
+"""Joining a Ray cluster, or starting one on this machine, with errors that say what to fix.
+
+``connect("")`` joins the cluster ``RAY_ADDRESS`` names, or starts a local one (as ``ray.init()``
+does: there is no "local mode" in current Ray). ``connect("host:port")`` joins that cluster's head
+and ships this project's code to its workers (``runtime_env`` ``working_dir``); an address that
+does not answer is a ``ClusterError`` naming it, raised within seconds, before any training.
+"""
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import ray
+
+from config import ConfigError
+
+PROJECT = Path(__file__).resolve().parents[2]
+SHIPPED_EXCLUDES = [".venv/", "runs/", ".git/", "**/__pycache__/", "*.pt", "*.gif"]
+"""What ``working_dir`` leaves behind when the code is shipped to a remote cluster."""
+
+
+class ClusterError(ConfigError):
+    """No Ray cluster at the address given, or one too small for what was asked."""
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Raise ``ClusterError`` unless something listens at ``address`` (``host:port``)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ClusterError(f"Ray address {address!r} must look like host:port (e.g. 10.0.0.5:6379), or be 'auto'")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as error:
+        raise ClusterError(f"no Ray cluster answers at {address} ({error}); start one with "
+                           f"`ray start --head` there, or leave the address empty for a local one") from None
+
+
+def connect(address: str = "", num_cpus: int | None = None) -> bool:
+    """Make sure this process is connected to Ray; returns True if this call started it (and the
+    caller should ``ray.shutdown()`` when done). ``num_cpus`` sizes a local cluster only."""
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS", "")
+    if not address:
+        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="warning", log_to_driver=True)
+        return True
+    if address != "auto":
+        check_reachable(address)
+    runtime_env = {"working_dir": str(PROJECT), "excludes": SHIPPED_EXCLUDES}
+    try:
+        ray.init(address=address, runtime_env=runtime_env, logging_level="warning")
+    except (ConnectionError, RuntimeError) as error:
+        raise ClusterError(f"could not join the Ray cluster at {address}: {error}") from None
+    return True
+
+
+def cluster_cpus() -> int:
+    """CPUs the connected cluster has in all."""
+    return int(ray.cluster_resources().get("CPU", 0))

@@ -1,0 +1,12 @@
+"""A local Ray for the tests of this folder: 2 CPUs on this machine, started once per module."""
+import pytest
+import ray
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    if ray.is_initialized():  # e.g. a simulated cluster left by another module
+        ray.shutdown()
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    yield ray
+    ray.shutdown()

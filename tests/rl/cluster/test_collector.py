@@ -1,0 +1,73 @@
+"""RayCollector on a local Ray (2 CPUs): the same rollouts as in process, workers killed and replaced."""
+import logging
+import time
+
+import pytest
+import torch
+
+from config import ConfigError
+from policy import PolicyNet
+from rl.cluster.collector import RayCollector, env_slices
+from rl.collector import VectorEnvCollector
+from tests.helpers import assert_same_rollout, kill_worker_after, smoke_config
+
+
+def test_env_slices_are_contiguous_and_even():
+    assert env_slices(10, 3) == [range(0, 4), range(4, 7), range(7, 10)]
+    assert env_slices(2, 2) == [range(0, 1), range(1, 2)]
+    assert [i for s in env_slices(7, 4) for i in s] == list(range(7))
+
+
+@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
+def test_ray_rollouts_equal_the_in_process_collectors(local_ray, tmp_path, gae_values):
+    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", f"ppo.gae_values={gae_values}")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    here = VectorEnvCollector(config)
+    expected = [here.collect(policy) for _ in range(2)]
+    assert any(r.truncated.any() for r in expected) and any(r.episodes for r in expected)
+    for workers in (1, 2):
+        collector = RayCollector(smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8",
+                                              f"ppo.gae_values={gae_values}", "env.vector=ray",
+                                              f"env.workers={workers}"))
+        try:
+            for rollout in expected:
+                assert_same_rollout(collector.collect(policy), rollout)
+            assert collector.progress() == here.progress()
+            assert collector.bytes_sent == sum(p.numel() * 4 for p in policy.state_dict().values())
+            assert collector.bytes_received == expected[-1].nbytes()
+        finally:
+            collector.close()
+    here.close()
+
+
+def test_a_worker_killed_mid_rollout_is_replaced_and_the_rollout_is_the_same(local_ray, tmp_path, caplog):
+    overrides = ("env.num_envs=2", "ppo.num_steps=400", "env.kwargs.max_steps=40")
+    config = smoke_config(tmp_path, *overrides)
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    here = VectorEnvCollector(config)
+    expected = [here.collect(policy) for _ in range(3)]
+    here.close()
+    collector = RayCollector(smoke_config(tmp_path, *overrides, "env.vector=ray", "env.workers=2"))
+    try:
+        assert_same_rollout(collector.collect(policy), expected[0])  # the workers have started
+        start = time.time()
+        assert_same_rollout(collector.collect(policy), expected[1])
+        duration = time.time() - start  # the next rollout is as long: kill a worker half-way through it
+        timer = kill_worker_after(collector, 0, duration / 2)
+        with caplog.at_level(logging.WARNING, logger="rl.cluster.collector"):
+            rollout = collector.collect(policy)
+        timer.join()
+        assert collector.restarts == 1, f"a rollout took {duration:.2f} s; the kill came after it"
+        assert "died mid-rollout" in caplog.text
+        assert_same_rollout(rollout, expected[2])
+    finally:
+        collector.close()
+
+
+def test_too_many_workers_is_refused_naming_the_numbers(local_ray, tmp_path):
+    with pytest.raises(ConfigError, match=r"env.workers=3 is more than env.num_envs=2"):
+        smoke_config(tmp_path, "env.vector=ray", "env.workers=3")
+    with pytest.raises(ConfigError, match=r"env.workers=3 needs 3 CPUs, one per worker; the Ray cluster has 2"):
+        RayCollector(smoke_config(tmp_path, "env.num_envs=4", "env.vector=ray", "env.workers=3"))

@@ -1,0 +1,67 @@
+"""Training through Ray actors (local Ray, 2 CPUs): the same weights as in process, through a killed
+worker and through --resume."""
+import logging
+import time
+
+import torch
+
+from rl.cluster.collector import RayCollector
+from rl.trainer import Trainer
+from tests.helpers import kill_worker_after, smoke_config
+
+RAY = ("env.vector=ray", "env.workers=2")
+LONG_ROLLOUTS = ("ppo.num_steps=400", "ppo.total_timesteps=2400", "env.kwargs.max_steps=40", "run.image_every=0")
+
+
+def final_weights(trainer: Trainer) -> dict[str, torch.Tensor]:
+    trainer.train(progress=False)
+    return {key: value.clone() for key, value in trainer.policy.state_dict().items()}
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        assert torch.equal(a[key], b[key]), key
+
+
+def test_a_ray_run_trains_the_same_weights_as_an_in_process_run(local_ray, tmp_path):
+    here = final_weights(Trainer.create(smoke_config(tmp_path / "here"), tmp_path / "here"))
+    trainer = Trainer.create(smoke_config(tmp_path / "ray", *RAY), tmp_path / "ray")
+    assert isinstance(trainer.collector, RayCollector)
+    assert_same_weights(final_weights(trainer), here)
+    assert trainer.update == 3 and sorted(p.name for p in (tmp_path / "ray").glob("checkpoint_*.pt"))[-1] == \
+        "checkpoint_000003.pt"
+
+
+def test_a_worker_killed_mid_training_is_replaced_and_the_run_ends_with_the_same_weights(local_ray, tmp_path,
+                                                                                           caplog):
+    uninterrupted = final_weights(Trainer.create(smoke_config(tmp_path / "a", *LONG_ROLLOUTS), tmp_path / "a"))
+    trainer = Trainer.create(smoke_config(tmp_path / "b", *LONG_ROLLOUTS, *RAY), tmp_path / "b")
+    collector, durations = trainer.collector, []
+    real_collect = collector.collect
+
+    def collect(policy):  # the second rollout is timed; a worker is killed half-way through the third
+        timer = kill_worker_after(collector, 1, durations[1] / 2) if len(durations) == 2 else None
+        start = time.time()
+        rollout = real_collect(policy)
+        durations.append(time.time() - start)
+        if timer is not None:
+            timer.join()
+        return rollout
+
+    collector.collect = collect
+    with caplog.at_level(logging.WARNING, logger="rl.cluster.collector"):
+        weights = final_weights(trainer)
+    assert collector.restarts == 1, f"rollouts took {durations} s; the kill missed the third"
+    assert "rollout worker 1 (envs 1-1) died mid-rollout" in caplog.text
+    assert_same_weights(weights, uninterrupted)
+
+
+def test_resuming_a_ray_run_continues_it_exactly(local_ray, tmp_path):
+    uninterrupted = final_weights(Trainer.create(smoke_config(tmp_path / "a", *RAY), tmp_path / "a"))
+    first = Trainer.create(smoke_config(tmp_path / "b", *RAY), tmp_path / "b")
+    first.train(max_updates=1, progress=False)  # ends with a checkpoint and the workers stopped
+    assert first.collector.workers == []
+    resumed = Trainer.resume(tmp_path / "b")
+    assert resumed.update == 1 and isinstance(resumed.collector, RayCollector)
+    assert_same_weights(final_weights(resumed), uninterrupted)
