@@ -2,13 +2,15 @@
 
     python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
+                       [--workers N [--address HOST:PORT]]
 
 ``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
 run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
 (repeatable) changes that environment for this evaluation only, e.g. larger maps
 (``map_size=48``), one family (``map_family=maze``) or your own map (``map_file=plan.png``); the
 keys are the fields of ``env.config.GridExploreConfig``. Held-out maps use odd seeds and training
-maps even ones (``rl/seeding.py``), so they never overlap.
+maps even ones (``rl/seeding.py``), so they never overlap. ``--workers N`` plays the maps in N
+Ray tasks (a local Ray, or the cluster ``--address`` names) with exactly the serial results.
 """
 from __future__ import annotations
 
@@ -23,12 +25,8 @@ from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import check_env_config
-from rl.evaluation import argmax_actor, evaluate_actors, load_policy, summarise, travel_ratio
+from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, summarise, travel_ratio
 from stats import format_mean_ci
-
-AGENT = "agent"
-"""The trained policy's name in reports; tables say ``agent (argmax)``: it takes its most probable move."""
-
 
 COLUMNS = {  # summary key -> (header, decimals)
     "success_rate": ("success rate", 3),
@@ -75,6 +73,20 @@ def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
     return env
 
 
+def evaluate_in_parallel(names: list[str], policy, env_config: EnvConfig, args: argparse.Namespace,
+                         gif: Path | None) -> dict:
+    """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here (one episode)."""
+    from rl.cluster.connect import ray_session  # Ray is imported only when asked for
+    from rl.cluster.evaluation import evaluate_on_ray
+    with ray_session(args.address):
+        results = evaluate_on_ray(names, policy if AGENT in names else None, env_config, args.episodes,
+                                  args.seed, args.workers)
+    if gif is not None:
+        first = argmax_actor(policy) if names[0] == AGENT else BASELINES[names[0]]
+        evaluate_actors({names[0]: first}, env_config, 1, args.seed, gif=gif, progress=False)
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, help="run folder or checkpoint file (needed for the agent)")
@@ -86,9 +98,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="change an environment setting for this evaluation, e.g. map_size=48 (repeatable)")
     parser.add_argument("--json", type=Path, help="write the summaries, ratios and every episode's result here")
     parser.add_argument("--gif", type=Path, help="save the first episode of the first policy as a GIF")
+    parser.add_argument("--workers", type=int, default=1, help="Ray tasks to split the maps across (1: no Ray)")
+    parser.add_argument("--address", default="", help="the Ray cluster for --workers (default: a local one)")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
     for option, path in (("--json", args.json), ("--gif", args.gif)):
@@ -98,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:  # now, not after the evaluation
             parser.error(f"{option}: {error}")
 
-    actors = {}
+    actors, policy = {}, None
     if args.checkpoint is not None:
         try:
             policy, config = load_policy(args.checkpoint)
@@ -117,7 +133,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.policy != "all":
         actors = {args.policy: actors[args.policy]}
 
-    results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif)
+    if args.workers > 1:
+        try:
+            results = evaluate_in_parallel(list(actors), policy, env_config, args, gif=args.gif)
+        except ConfigError as error:  # no cluster at --address
+            parser.error(f"--address: {error}")
+    else:
+        results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif)
     summaries = {name: summarise(r) for name, r in results.items()}
     ratios = {reference: {name: travel_ratio(r, results[reference]) for name, r in results.items() if name != reference}
               for reference in REFERENCES if reference in results}

@@ -9,7 +9,8 @@ Shape legend: B batch, N nodes (after trimming), K candidate slots, F node featu
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,15 +101,32 @@ def forward_observations(policy: nn.Module, obs: Mapping[str, Tensor], size_buck
     return logits[restore], values[restore]
 
 
-def forward_each(policy: nn.Module, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
-    """``policy(collate(obs[i]))`` for each observation i, stacked: (logits [B,K], values [B]).
+@contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(1)``, then restore the thread count."""
+    threads = torch.get_num_threads()
+    if threads != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if threads != 1:
+            torch.set_num_threads(threads)
 
-    Row i depends on observation i alone, bit for bit. A batched call does not promise that: its
-    matrix products and trimming change with the batch's size and largest graph, which moves the
-    last float bits (about 3e-6 on the default network). The rollout collectors use this, so that
-    a rollout is the same however the envs are split across processes or machines.
+
+def forward_each(policy: nn.Module, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
+    """``policy(collate(obs[i]))`` for each observation i, on one torch thread, stacked:
+    (logits [B,K], values [B]).
+
+    Row i depends on observation i alone, bit for bit, in any process. A batched call does not
+    promise that: its matrix products and trimming change with the batch's size and largest graph
+    (about 3e-6 on the default network), and torch's CPU kernels round differently with another
+    thread count (about 1e-6). The rollout collectors and the argmax actor use this, so a rollout
+    or an evaluation is the same however the envs or maps are split across processes or machines.
+    One thread is as fast for these one-graph passes (``docs/performance.md``).
     """
     device = next(policy.parameters()).device
-    outputs = [policy(collate({key: value[i] for key, value in obs.items()}, device))
-               for i in range(len(obs[CURRENT_INDEX]))]
+    with one_torch_thread():
+        outputs = [policy(collate({key: value[i] for key, value in obs.items()}, device))
+                   for i in range(len(obs[CURRENT_INDEX]))]
     return torch.cat([logits for logits, _ in outputs]), torch.cat([values for _, values in outputs])

@@ -5,22 +5,19 @@ in this process; ``rl.cluster.collector.RayCollector`` gives slices of the envs 
 each a ``VectorEnvCollector`` over its slice. Two things make a rollout independent of how the
 envs are split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its
 action is sampled from its own observation's forward pass (``graph_batch.forward_each``) with a
-seed drawn from where it is (``rl.seeding.action_seed``), always on one torch thread: torch's
-kernels round differently with another thread count (by up to 1e-6 on the default network), and
-one thread is as fast for these one-graph forward passes (``docs/performance.md``).
+seed drawn from where it is (``rl.seeding.action_seed``).
 ``make_collector`` picks a collector by ``env.vector``.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 
 from config import Config
-from graph_batch import forward_each
+from graph_batch import forward_each, one_torch_thread
 from rl.bootstrap import bootstrap_values
 from rl.buffer import Rollout
 from rl.envs import make_envs, restore_envs
@@ -38,17 +35,6 @@ class Collector(Protocol):
 
     def close(self) -> None:
         """Release the envs (and workers)."""
-
-
-@contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run the block with ``torch.set_num_threads(1)``, then restore the thread count."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def sample_actions(policy: nn.Module, obs: dict, seeds: Sequence[int]) -> tuple[Tensor, Tensor, Tensor]:
@@ -86,7 +72,7 @@ class VectorEnvCollector:
         self.bootstrap.start(self.envs)
 
     def collect(self, policy: nn.Module) -> Rollout:
-        with one_torch_thread():
+        with one_torch_thread():  # as forward_each would per call: switched once, not per step
             return self._collect(policy)
 
     def _collect(self, policy: nn.Module) -> Rollout:
@@ -116,6 +102,14 @@ class VectorEnvCollector:
 
     def close(self) -> None:
         self.envs.close()
+
+
+def check_collector_settings(config: Config) -> None:
+    """Refuse now, before a run folder is written, what would make the collector fail: with
+    ``env.vector: ray``, a ``run.ray_address`` where no cluster answers."""
+    if config.env.vector == "ray" and config.run.ray_address not in ("", "auto"):
+        from rl.cluster.connect import check_reachable
+        check_reachable(config.run.ray_address)
 
 
 def make_collector(config: Config, progress: EpisodeProgress | None = None) -> Collector:

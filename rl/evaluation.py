@@ -13,12 +13,15 @@ from tqdm import tqdm
 from config import Config, EnvConfig, load_config
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
-from graph_batch import collate
+from graph_batch import forward_each
 from policy import PolicyNet
 from rl.checkpoint import CheckpointError, checkpoints, load_checkpoint, load_model_weights
 from rl.envs import make_env
 from rl.seeding import eval_episode_seed
 from stats import mean_ci
+
+AGENT = "agent"
+"""The trained policy's name in reports and tables ("agent (argmax)": it takes its most probable move)."""
 
 Actor = Callable[[dict, gym.Env], int]
 """``act(obs, env) -> slot``: the signature shared by the trained policy and the baselines."""
@@ -69,11 +72,10 @@ def _loads(path: Path) -> bool:
 
 def argmax_actor(policy: PolicyNet) -> Actor:
     """The trained policy, taking its most probable valid move (the argmax of its logits)."""
-    device = next(policy.parameters()).device
 
     def act(obs: dict, env: gym.Env) -> int:
-        with torch.no_grad():
-            logits, _ = policy(collate(obs, device))
+        with torch.no_grad():  # one observation: forward_each's bits, the same in any process
+            logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
         return int(logits.argmax(-1).item())
 
     return act
@@ -97,13 +99,14 @@ def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tu
 
 
 def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes: int, seed: int,
-                    gif: Path | None = None, progress: bool = True) -> dict[str, list[EpisodeResult]]:
-    """Every actor on the same ``episodes`` held-out maps (odd seeds, never seen in training).
+                    gif: Path | None = None, progress: bool = True, first: int = 0) -> dict[str, list[EpisodeResult]]:
+    """Every actor on the same ``episodes`` held-out maps (odd seeds, never seen in training):
+    held-out episodes ``first .. first + episodes - 1`` of ``seed``.
 
     With ``gif``, the first actor's first episode is saved there.
     """
     env = make_env(env_config, render_mode="rgb_array" if gif else None)
-    seeds = [eval_episode_seed(seed, i) for i in range(episodes)]
+    seeds = [eval_episode_seed(seed, i) for i in range(first, first + episodes)]
     results: dict[str, list[EpisodeResult]] = {}
     first = next(iter(actors))
     with tqdm(total=len(actors) * episodes, unit="episode", desc="evaluating", disable=not progress) as bar:

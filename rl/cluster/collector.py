@@ -39,11 +39,11 @@ RESTARTS_PER_ROLLOUT = 3
 with the machine or the env, not a passing failure)."""
 
 
-def env_slices(num_envs: int, workers: int) -> list[range]:
-    """Contiguous slices of ``range(num_envs)``, as even as can be: 10 envs, 3 workers -> 4, 3, 3."""
-    size, extra = divmod(num_envs, workers)
-    starts = [w * size + min(w, extra) for w in range(workers + 1)]
-    return [range(starts[w], starts[w + 1]) for w in range(workers)]
+def contiguous_slices(n: int, parts: int) -> list[range]:
+    """``range(n)`` cut into ``parts`` contiguous slices, as even as can be: 10, 3 -> 4, 3, 3."""
+    size, extra = divmod(n, parts)
+    starts = [w * size + min(w, extra) for w in range(parts + 1)]
+    return [range(starts[w], starts[w + 1]) for w in range(parts)]
 
 
 @ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)
@@ -91,7 +91,7 @@ class RayCollector:
             if config.env.workers > available:
                 raise ClusterError(f"env.workers={config.env.workers} needs {config.env.workers} CPUs, one per "
                                    f"worker; the Ray cluster has {available}")
-            self.slices = env_slices(config.env.num_envs, config.env.workers)
+            self.slices = contiguous_slices(config.env.num_envs, config.env.workers)
             self.workers = [RolloutWorker.remote(config, indices) for indices in self.slices]
             # Each worker's envs' places when the next rollout begins: None until a fresh one's first.
             self.places: list[EpisodeProgress | None] = [

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import ray
@@ -53,6 +55,17 @@ def connect(address: str = "", num_cpus: int | None = None) -> bool:
     except (ConnectionError, RuntimeError) as error:
         raise ClusterError(f"could not join the Ray cluster at {address}: {error}") from None
     return True
+
+
+@contextmanager
+def ray_session(address: str = "", num_cpus: int | None = None) -> Iterator[None]:
+    """``connect`` for the block; a Ray the block started is shut down after it, however it ends."""
+    started = connect(address, num_cpus)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def cluster_cpus() -> int:

@@ -1,0 +1,52 @@
+"""Evaluation with the held-out maps split across Ray tasks: the serial results, in the serial order.
+
+Held-out episode ``i`` has its own seed (``rl.seeding.eval_episode_seed``) and the trained
+policy's argmax acts through ``graph_batch.forward_each`` (one thread, one observation), so an
+episode's result does not depend on which process plays it. The maps are cut into ``workers``
+contiguous chunks, one Ray task each (``num_cpus=1``), and the chunks' results are put back in
+episode order. The policy's weights travel through the object store, so the workers need no
+access to the checkpoint file.
+"""
+from __future__ import annotations
+
+import ray
+import torch
+from tqdm import tqdm
+
+from config import EnvConfig, ModelConfig
+from env.baselines import BASELINES
+from policy import PolicyNet
+from rl.cluster.collector import contiguous_slices
+from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
+
+
+@ray.remote(num_cpus=1)
+def evaluate_chunk(names: list[str], model: tuple[ModelConfig, dict] | None, env_config: EnvConfig,
+                   episodes: range, seed: int) -> dict[str, list[EpisodeResult]]:
+    """``names`` (``agent`` and baselines) on held-out episodes ``episodes`` of ``seed``."""
+    torch.set_num_threads(1)
+    actors = {}
+    for name in names:
+        if name == AGENT:
+            policy = PolicyNet(model[0])
+            policy.load_state_dict(model[1])
+            actors[name] = argmax_actor(policy.eval())
+        else:
+            actors[name] = BASELINES[name]
+    return evaluate_actors(actors, env_config, len(episodes), seed, progress=False, first=episodes.start)
+
+
+def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvConfig, episodes: int, seed: int,
+                    workers: int) -> dict[str, list[EpisodeResult]]:
+    """``evaluate_actors`` over ``episodes`` held-out maps in ``workers`` Ray tasks (connect first)."""
+    model = None if policy is None else ray.put((policy.config, {k: v.cpu() for k, v in policy.state_dict().items()}))
+    chunks = contiguous_slices(episodes, min(workers, episodes))
+    refs = [evaluate_chunk.remote(names, model, env_config, chunk, seed) for chunk in chunks]
+    done: dict = {}
+    with tqdm(total=episodes * len(names), unit="episode", desc=f"evaluating ({len(chunks)} workers)") as bar:
+        waiting = list(refs)
+        while waiting:
+            ready, waiting = ray.wait(waiting, num_returns=1)
+            done[ready[0]] = ray.get(ready[0])
+            bar.update(len(names) * len(chunks[refs.index(ready[0])]))
+    return {name: [result for ref in refs for result in done[ref][name]] for name in names}

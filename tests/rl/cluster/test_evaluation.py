@@ -1,0 +1,20 @@
+"""evaluate.py --workers 2 on a local Ray: exactly the serial report, in the serial order."""
+import json
+
+import evaluate
+import rl.cluster.evaluation as on_ray
+
+
+def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_path, monkeypatch):
+    chunks = []
+    monkeypatch.setattr(on_ray, "contiguous_slices", lambda n, parts: chunks.append(parts) or [
+        range(0, 2), range(2, 5)])  # the split the code makes for 5 maps and 2 workers, recorded
+    serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
+    common = ["--checkpoint", str(smoke_run), "--episodes", "5", "--seed", "3"]
+    assert evaluate.main([*common, "--json", str(serial)]) == 0
+    assert evaluate.main([*common, "--json", str(parallel), "--workers", "2", "--gif", str(tmp_path / "a.gif")]) == 0
+    serial, parallel = json.loads(serial.read_text()), json.loads(parallel.read_text())
+    assert chunks == [2]  # the parallel path ran, in two chunks
+    assert parallel == serial
+    assert list(serial["per_episode"]) == ["agent", "random", "nearest_frontier", "greedy"]
+    assert (tmp_path / "a.gif").stat().st_size > 0

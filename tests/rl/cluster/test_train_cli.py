@@ -1,0 +1,65 @@
+"""train.py with env.vector=ray as a user runs it: it starts its own local Ray and leaves none behind."""
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import ray
+
+import train
+from rl.checkpoint import latest_checkpoint, load_checkpoint
+from rl.trainer import Trainer
+from tests.helpers import ROOT, SMOKE
+
+
+def ray_processes() -> str:
+    """Ray's own processes on this machine (a local cluster's GCS and raylet, actor workers)."""
+    found = subprocess.run(["pgrep", "-af", "gcs_server|raylet|ray::"], capture_output=True, text=True).stdout
+    return "\n".join(line for line in found.splitlines() if "pgrep" not in line)
+
+
+@pytest.fixture(autouse=True)
+def no_ray_running():
+    if ray.is_initialized():
+        ray.shutdown()
+    assert ray_processes() == "", "a Ray from an earlier test is still running"
+
+
+def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=ray",
+               "env.workers=2", "ppo.total_timesteps=100000", "run.image_every=0", "run.checkpoint_every=1000"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(run_dir.glob("events.*")) and time.time() < deadline:  # workers up, training under way
+        time.sleep(0.2)
+    time.sleep(3)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    update = load_checkpoint(latest_checkpoint(run_dir))["update"]
+    assert update >= 1 and err.rstrip().endswith(
+        f"stopped by SIGINT after update {update}, checkpoint saved; continue with: python train.py --resume {run_dir}")
+    assert "Traceback" not in err
+    time.sleep(1)
+    assert ray_processes() == ""  # the actors and the local cluster it started are gone
+
+    trainer = Trainer.resume(run_dir)  # starts its own local Ray again, and stops it at the end
+    trainer.train(max_updates=1, progress=False)
+    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == update + 1
+    assert not ray.is_initialized() and ray_processes() == ""
+
+
+def test_an_unreachable_cluster_is_named_before_anything_is_written(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    start = time.time()
+    assert train.main(["--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=ray",
+                       "run.ray_address=127.0.0.1:9"]) == 2
+    assert time.time() - start < 30
+    err = capsys.readouterr().err
+    assert "no Ray cluster answers at 127.0.0.1:9" in err and "ray start --head" in err
+    assert not run_dir.exists()
+    assert train.main(["--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=ray",
+                       "run.ray_address=nonsense"]) == 2
+    assert "Ray address 'nonsense' must look like host:port" in capsys.readouterr().err
