@@ -3,6 +3,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import ray
@@ -13,17 +14,29 @@ from rl.trainer import Trainer
 from tests.helpers import ROOT, SMOKE
 
 
-def ray_processes() -> str:
-    """Ray's own processes on this machine (a local cluster's GCS and raylet, actor workers)."""
-    found = subprocess.run(["pgrep", "-af", "gcs_server|raylet|ray::"], capture_output=True, text=True).stdout
-    return "\n".join(line for line in found.splitlines() if "pgrep" not in line)
+def ray_processes(wait_s: float = 20) -> list[str]:
+    """Ray's own processes on this machine (a local cluster's GCS server and raylet, its workers),
+    once none is left or after ``wait_s`` (a shut-down Ray takes a moment to exit)."""
+    deadline = time.time() + wait_s
+    while True:
+        found = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                program = cmdline.read_bytes().split(b"\0")[0].decode(errors="replace")
+            except OSError:  # gone meanwhile
+                continue
+            if program.endswith(("/gcs_server", "/raylet")) or program.startswith("ray::"):
+                found.append(f"{cmdline.parent.name} {program}")
+        if not found or time.time() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 @pytest.fixture(autouse=True)
 def no_ray_running():
     if ray.is_initialized():
         ray.shutdown()
-    assert ray_processes() == "", "a Ray from an earlier test is still running"
+    assert ray_processes() == [], "a Ray from an earlier test is still running"
 
 
 def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path):
@@ -43,12 +56,12 @@ def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path):
         f"stopped by SIGINT after update {update}, checkpoint saved; continue with: python train.py --resume {run_dir}")
     assert "Traceback" not in err
     time.sleep(1)
-    assert ray_processes() == ""  # the actors and the local cluster it started are gone
+    assert ray_processes() == []  # the actors and the local cluster it started are gone
 
     trainer = Trainer.resume(run_dir)  # starts its own local Ray again, and stops it at the end
     trainer.train(max_updates=1, progress=False)
     assert load_checkpoint(latest_checkpoint(run_dir))["update"] == update + 1
-    assert not ray.is_initialized() and ray_processes() == ""
+    assert not ray.is_initialized() and ray_processes() == []
 
 
 def test_an_unreachable_cluster_is_named_before_anything_is_written(tmp_path, capsys):
