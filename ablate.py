@@ -4,27 +4,23 @@
     python ablate.py --sweep model.n_layers=2,4,6 --sweep model.n_heads=2,8 --seeds 2
 
 Each (setting, seed) is an ordinary training run in ``--out`` (default runs/ablation), evaluated
-by its argmax moves, with nearest frontier, on the same held-out maps as ``evaluate.py``. Runs go in parallel
-processes (``--workers``, default: one per core), and the sweep is resumable: rerun the same
-command after a kill and finished runs are skipped, interrupted ones resumed from their last
-checkpoint; a run folder made with other settings is refused, naming the keys that differ, and a
+by its argmax moves, with nearest frontier, on the same held-out maps as ``evaluate.py``. Each run
+is a Ray task reserving ``--cpus-per-run`` CPUs (and ``--gpus-per-run`` GPUs), on a local Ray or
+across the cluster ``--address`` names; a run whose process dies is retried from its checkpoint.
+The sweep is resumable: rerun the same command after a kill and finished runs are skipped,
+interrupted ones resumed from their last checkpoint; a run folder made with other settings is refused, naming the keys that differ, and a
 finished run evaluated with other ``--episodes`` / ``--eval-seed`` is evaluated again. Writes results.csv, results.md, learning_curves.png, travel_to_complete.png and
 ratio_to_nearest_frontier.png.
 """
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import os
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-
-from tqdm import tqdm
 
 from config import ConfigError, load_config
 from rl.report import by_setting, markdown_table, write_csv
-from rl.sweep import RunSpec, StaleRunError, check_reusable, run_name, run_one, settings_grid, spec_config
+from rl.sweep import RunSpec, StaleRunError, check_reusable, run_name, settings_grid, spec_config
 from viz.ablation_plots import final_metric, learning_curves
 
 
@@ -52,7 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("runs/ablation"))
     parser.add_argument("--episodes", type=int, default=50, help="held-out evaluation episodes per run")
     parser.add_argument("--eval-seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--cpus-per-run", type=int, default=1, help="CPUs each run reserves, its torch threads")
+    parser.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs each run reserves (e.g. 0.5)")
+    parser.add_argument("--address", default="", help="the Ray cluster to run on (default: a local one)")
+    parser.add_argument("--retries", type=int, default=2, help="times a run whose process died is retried")
     parser.add_argument("overrides", nargs="*", help="key=value applied to every run")
     args = parser.parse_args(argv)
     try:
@@ -63,14 +62,16 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.seeds < 1 or args.workers < 1:
-        parser.error("--seeds and --workers must be >= 1")
+    for option, value, low in (("--seeds", args.seeds, 1), ("--episodes", args.episodes, 1),
+                               ("--cpus-per-run", args.cpus_per_run, 1), ("--gpus-per-run", args.gpus_per_run, 0),
+                               ("--retries", args.retries, 0), ("--eval-seed", args.eval_seed, 0)):
+        if value < low:
+            parser.error(f"{option} must be >= {low}, got {value}")
 
-    workers = min(args.workers, len(grid) * args.seeds)
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    out = args.out.resolve()  # the runs may execute in another working directory, or on another node
     specs = [RunSpec(label=",".join(setting), overrides=(*args.overrides, *setting), seed=seed,
-                     run_dir=str(args.out / run_name(setting, seed)), config_path=args.config,
-                     episodes=args.episodes, eval_seed=args.eval_seed, torch_threads=threads)
+                     run_dir=str(out / run_name(setting, seed)), config_path=str(Path(args.config).resolve()),
+                     episodes=args.episodes, eval_seed=args.eval_seed, torch_threads=args.cpus_per_run)
              for setting in grid for seed in range(1, args.seeds + 1)]
     try:  # before any run starts: a folder made with other settings is never relabelled
         for spec in specs:
@@ -79,12 +80,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
-    results = []
-    # spawn, not fork: each worker starts a clean torch with its own thread count.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(run_one, spec) for spec in specs]
-        for future in tqdm(as_completed(futures), total=len(futures), unit="run", desc=f"ablation ({workers} workers)"):
-            results.append(future.result())
+    from rl.cluster.connect import ray_session  # Ray is imported only here
+    from rl.cluster.sweep import run_sweep
+    try:
+        with ray_session(args.address):
+            results, failures = run_sweep(specs, args.cpus_per_run, args.gpus_per_run, args.retries)
+    except ConfigError as error:  # no cluster at --address
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if failures:
+        print(f"{len(failures)} of {len(specs)} runs failed (rerun the same command to retry them; finished "
+              f"runs are kept):\n" + "\n".join(failures), file=sys.stderr)
+        return 1
 
     write_csv(results, args.out / "results.csv")
     table = markdown_table(results)

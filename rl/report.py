@@ -8,7 +8,7 @@ from pathlib import Path
 from stats import format_mean_ci, mean_ci
 
 COLUMNS = ["label", "seed", "parameters", "success_rate", "coverage", "travel_to_complete",
-           "ratio_to_nearest_frontier", "final_return", "sps", "run_dir"]
+           "ratio_to_nearest_frontier", "final_return", "sps", "run_dir", "node"]
 METRICS = {  # column -> (header, decimals)
     "success_rate": ("success rate", 2),
     "travel_to_complete": ("travel to complete (cells)", 1),

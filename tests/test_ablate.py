@@ -7,7 +7,7 @@ import pytest
 import ablate
 from tests.helpers import SMOKE
 
-ARGS = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2", "--workers", "2",
+ARGS = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2",
         "ppo.total_timesteps=64"]
 
 

@@ -1,0 +1,46 @@
+"""Sweep runs as Ray tasks: each (setting, seed) with its own CPU (or GPU) reservation, anywhere in the cluster.
+
+A task is ``rl.sweep.run_one``: it trains (resuming from the run's last checkpoint if there is
+one), evaluates and returns its result, which travels back to the driver, so ``results.csv`` and
+the plots are written where ``ablate.py`` runs, wherever the runs ran. A task whose process dies
+(a killed worker, a lost node) is retried by Ray (``max_retries``) and resumes from its checkpoint,
+which must then be on a filesystem the retrying node sees (one machine, or a shared folder).
+A run that fails with an error is not retried: its error is reported with its folder.
+"""
+from __future__ import annotations
+
+import ray
+from ray.exceptions import RayError, RayTaskError
+from tqdm import tqdm
+
+from rl.sweep import RunSpec, run_one
+
+
+def run_here(spec: RunSpec) -> dict:
+    """``run_one``, with the Ray node it ran on added to the result."""
+    return {**run_one(spec), "node": ray.get_runtime_context().get_node_id()}
+
+
+def run_sweep(specs: list[RunSpec], cpus_per_run: int, gpus_per_run: float, retries: int
+              ) -> tuple[list[dict], list[str]]:
+    """Every run of ``specs`` as a Ray task (connect first) -> (results in ``specs`` order, one line
+    per run that failed)."""
+    task = ray.remote(run_here).options(num_cpus=cpus_per_run, num_gpus=gpus_per_run, max_retries=retries,
+                                        retry_exceptions=False)
+    refs = [task.remote(spec) for spec in specs]
+    index = {ref: i for i, ref in enumerate(refs)}
+    results: dict[int, dict] = {}
+    failures = []
+    waiting = list(refs)
+    with tqdm(total=len(refs), unit="run", desc=f"sweep ({int(ray.cluster_resources().get('CPU', 0))} CPUs)") as bar:
+        while waiting:
+            (ready,), waiting = ray.wait(waiting, num_returns=1)
+            i = index[ready]
+            try:
+                results[i] = ray.get(ready)
+            except RayTaskError as error:  # the run raised: report its own error, not Ray's wrapping
+                failures.append(f"{specs[i].run_dir}: {type(error.cause).__name__}: {error.cause}")
+            except RayError as error:  # its process died more often than retries allow
+                failures.append(f"{specs[i].run_dir}: {type(error).__name__}: {error}")
+            bar.update(1)
+    return [results[i] for i in sorted(results)], failures

@@ -1,0 +1,49 @@
+"""Sweep runs as Ray tasks (local Ray, 2 CPUs): a run whose process is killed is retried from its checkpoint."""
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+from rl.checkpoint import checkpoint_path
+from rl.cluster.sweep import run_sweep
+from rl.sweep import RunSpec
+from tests.helpers import SMOKE
+
+
+def spec(out: Path, name: str, *overrides: str) -> RunSpec:
+    return RunSpec(label=name, overrides=overrides, seed=1, run_dir=str(out / name), config_path=str(SMOKE),
+                   episodes=2, eval_seed=0, torch_threads=1)
+
+
+def kill_the_run_once_it_has(run_dir: Path, update: int, killed: list) -> None:
+    """SIGKILL the process training in ``run_dir`` (named by its lock) once checkpoint ``update`` exists."""
+    deadline = time.time() + 120
+    while not checkpoint_path(run_dir, update).exists() and time.time() < deadline:
+        time.sleep(0.05)
+    pid = int(re.match(r"pid (\d+)", (run_dir / ".lock").read_text()).group(1))
+    written = checkpoint_path(run_dir, 1).stat().st_mtime_ns
+    os.kill(pid, signal.SIGKILL)
+    killed.append((pid, written))
+
+
+def test_a_run_whose_process_dies_is_retried_from_its_checkpoint(local_ray, tmp_path):
+    long_run = spec(tmp_path, "long", "ppo.total_timesteps=640")  # 20 updates of 32 steps
+    killed: list[tuple[int, int]] = []
+    killer = threading.Thread(target=kill_the_run_once_it_has, args=(Path(long_run.run_dir), 3, killed))
+    killer.start()
+    results, failures = run_sweep([long_run, spec(tmp_path, "short")], cpus_per_run=1, gpus_per_run=0, retries=2)
+    killer.join()
+    assert killed and failures == []
+    assert [r["label"] for r in results] == ["long", "short"]  # in the specs' order
+    assert checkpoint_path(Path(long_run.run_dir), 20).exists()
+    # Resumed, not restarted: the first checkpoint, written before the kill, was not written again.
+    assert checkpoint_path(Path(long_run.run_dir), 1).stat().st_mtime_ns == killed[0][1]
+
+
+def test_a_run_that_raises_is_reported_with_its_folder_and_not_retried(local_ray, tmp_path):
+    bad = spec(tmp_path, "bad", "ppo.learning_rate=1e6", "ppo.total_timesteps=640")  # diverges
+    results, failures = run_sweep([bad, spec(tmp_path, "good")], cpus_per_run=1, gpus_per_run=0, retries=2)
+    assert [r["label"] for r in results] == ["good"]
+    assert len(failures) == 1 and failures[0].startswith(f"{bad.run_dir}: NonFiniteLossError: ")
