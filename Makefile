@@ -22,6 +22,7 @@ bench: $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-bench.txt
 	$(PY) -m bench.env_speed
 	$(PY) -m bench.attention_speed
+	$(PY) -m bench.collector_speed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from bench import attention_speed, env_speed, headroom, padding_trim, size_buckets
+from bench import attention_speed, collector_speed, env_speed, headroom, padding_trim, size_buckets
+from tests.helpers import SMOKE
 
 
 @pytest.mark.parametrize("module, argv, expected", [
@@ -12,6 +13,7 @@ from bench import attention_speed, env_speed, headroom, padding_trim, size_bucke
     (size_buckets, ["--batch", "4", "--buckets", "1", "2", "--repeats", "1"], "buckets 2:"),
     (headroom, ["--episodes", "2"], "travel belief_lookahead / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
+    (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
 ])
 def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])

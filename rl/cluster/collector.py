@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import os
+import time
+from typing import NamedTuple
 
 import ray
 import torch
@@ -46,6 +48,18 @@ def contiguous_slices(n: int, parts: int) -> list[range]:
     return [range(starts[w], starts[w + 1]) for w in range(parts)]
 
 
+class SliceRollout(NamedTuple):
+    """What a worker sends back per update."""
+
+    rollout: Rollout
+    progress: EpisodeProgress
+    """Its envs' places after the rollout."""
+    built: bool
+    """Whether it had to build its envs first (a new or restarted worker)."""
+    seconds: float
+    """Its own time for the rollout (the rest of the learner's wait is transfer and scheduling)."""
+
+
 @ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0)
 class RolloutWorker:
     """One slice of the envs and a CPU copy of the policy, in its own process."""
@@ -56,21 +70,21 @@ class RolloutWorker:
         self.policy = PolicyNet(config.model).eval()
         self.collector: VectorEnvCollector | None = None
 
-    def collect(self, weights: dict[str, torch.Tensor], place: EpisodeProgress | None
-                ) -> tuple[Rollout, EpisodeProgress, bool]:
-        """A rollout of this slice from ``place`` (its envs' places now; None: fresh envs) ->
-        (rollout, places after it, whether the envs had to be built first).
+    def collect(self, weights: dict[str, torch.Tensor], place: EpisodeProgress | None) -> SliceRollout:
+        """A rollout of this slice from ``place`` (its envs' places now; None: fresh envs).
 
         A worker that Ray has just started, or restarted after its process died, has no envs:
         it builds them from ``place`` by replay. A live worker's envs must already stand there.
         """
+        start = time.perf_counter()
         built = self.collector is None
         if built:
             self.collector = VectorEnvCollector(self.config, place, self.env_indices, vector="sync")
         elif place is not None and self.collector.progress() != place:
             raise RuntimeError(f"worker for envs {self.env_indices} is not where the learner expects it")
         self.policy.load_state_dict(weights)
-        return self.collector.collect(self.policy), self.collector.progress(), built
+        rollout = self.collector.collect(self.policy)
+        return SliceRollout(rollout, self.collector.progress(), built, time.perf_counter() - start)
 
     def where(self) -> tuple[str, int]:
         """(Ray node id, process id): where this worker runs (tests and logs)."""
@@ -98,7 +112,8 @@ class RayCollector:
                 None if progress is None else progress.slice(s.start, len(s)) for s in self.slices]
             self.collected = [False] * len(self.workers)  # whether each worker has delivered a rollout yet
             self.restarts = 0
-            self.bytes_sent = self.bytes_received = 0
+            self.bytes_sent = self.bytes_received = 0  # of the last update: weights out, rollouts back
+            self.worker_seconds: list[float] = []  # of the last update: each worker's own collection time
         except BaseException:
             self.close()
             raise
@@ -108,7 +123,7 @@ class RayCollector:
         self.bytes_sent = sum(value.numel() * value.element_size() for value in weights.values())
         weights_ref = ray.put(weights)  # once; every worker reads it from the object store
         pending = {w: worker.collect.remote(weights_ref, self.places[w]) for w, worker in enumerate(self.workers)}
-        parts: dict[int, tuple[Rollout, EpisodeProgress, bool]] = {}
+        parts: dict[int, SliceRollout] = {}
         deaths = dict.fromkeys(pending, 0)
         while pending:
             w, ref = next(iter(pending.items()))
@@ -123,15 +138,16 @@ class RayCollector:
                 log.warning("rollout worker %d (envs %d-%d) died mid-rollout; Ray restarts it, its envs are "
                             "replayed and its share collected again", w, self.slices[w].start, self.slices[w].stop - 1)
                 pending[w] = self.workers[w].collect.remote(weights_ref, self.places[w])  # waits for the restart
-        for w, (_, _, built) in parts.items():
-            if built and self.collected[w]:  # its process died, now or since the last rollout: rebuilt by replay
+        for w, part in parts.items():
+            if part.built and self.collected[w]:  # its process died, now or since the last rollout: rebuilt by replay
                 self.restarts += 1
                 if not deaths[w]:
                     log.warning("rollout worker %d was restarted since the last rollout; its envs were replayed", w)
             self.collected[w] = True
-        rollouts = [parts[w][0] for w in range(len(self.workers))]
-        self.places = [parts[w][1] for w in range(len(self.workers))]
+        rollouts = [parts[w].rollout for w in range(len(self.workers))]
+        self.places = [parts[w].progress for w in range(len(self.workers))]
         self.bytes_received = sum(r.nbytes() for r in rollouts)
+        self.worker_seconds = [parts[w].seconds for w in range(len(self.workers))]
         return Rollout.join(rollouts)
 
     def progress(self) -> EpisodeProgress:

@@ -1,0 +1,104 @@
+"""Rollout collection on Ray actors next to the in-process collector, and one update's time split.
+
+    python -m bench.collector_speed [--config configs/default.yaml] [--workers 1 2] [--rounds 3]
+
+For each collector (in process; Ray with each ``--workers`` count, on a local Ray), one warm-up rollout, then ``--rounds`` rounds in which the collectors take turns
+(the machine is noisy: alternating spreads the noise over all of them). Prints per collector the
+median rollout time, env steps/s and the ratio to the in-process collector; for Ray also the
+bytes each update moves (weights out once into the object store, rollouts back) and the time
+spent outside the workers' own collection (putting the weights, gathering and joining the slices);
+and the learner's update time on the same rollout, so that rollout time / update time says how far
+more workers can go before the learner is the bottleneck. Time nothing else beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from config import load_config
+from policy import PolicyNet
+from rl.cluster.collector import RayCollector
+from rl.cluster.connect import ray_session
+from rl.collector import VectorEnvCollector
+from rl.gae import compute_gae
+from rl.ppo import ppo_update
+
+
+def update_seconds(config, policy: PolicyNet, rollout) -> float:
+    """One PPO update (GAE and the minibatch epochs) on ``rollout``, on a copy of the policy."""
+    learner = PolicyNet(config.model)
+    learner.load_state_dict(policy.state_dict())
+    optimizer = torch.optim.Adam(learner.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+    start = time.perf_counter()
+    advantages, returns = compute_gae(rollout.rewards, rollout.bootstrap_values, rollout.terminated,
+                                      rollout.truncated, rollout.final_bootstrap_values,
+                                      rollout.next_bootstrap_values, config.ppo.gamma, config.ppo.gae_lambda)
+    learner.train()
+    ppo_update(learner, optimizer, rollout, advantages, returns, config.ppo, 0)
+    return time.perf_counter() - start
+
+
+def time_collectors(config, policy: PolicyNet, workers_counts: list[int], rounds: int, config_path: str):
+    """Rollout times of every collector, taking turns; update times; the last Ray collector."""
+    collectors = {"in process": VectorEnvCollector(config)}
+    for workers in workers_counts:
+        collectors[f"ray, {workers} worker{'s' * (workers > 1)}"] = RayCollector(
+            load_config(config_path, ["env.vector=ray", f"env.workers={workers}"]))
+    for collector in collectors.values():
+        last = collector.collect(policy)  # warm-up: workers started, envs reset
+    seconds = {name: [] for name in collectors}
+    outside = {name: [] for name in collectors}  # the wait beyond the slowest worker's own collection
+    for _ in range(rounds):
+        for name, collector in collectors.items():
+            start = time.perf_counter()
+            collector.collect(policy)
+            seconds[name].append(time.perf_counter() - start)
+            if isinstance(collector, RayCollector):
+                outside[name].append(seconds[name][-1] - max(collector.worker_seconds))
+    updates = [update_seconds(config, policy, last) for _ in range(rounds)]
+    for collector in collectors.values():
+        collector.close()
+    return seconds, outside, updates, collectors[list(collectors)[-1]]
+
+
+def report(config, config_path: str, rounds: int, seconds: dict, outside: dict, updates: list[float],
+           ray_collector: RayCollector) -> None:
+    steps = config.batch_size
+    base = statistics.median(seconds["in process"])
+    update = statistics.median(updates)
+    print(f"{config_path}: {config.env.num_envs} envs x {config.ppo.num_steps} steps = {steps} steps per rollout, "
+          f"{rounds} rounds, medians")
+    print("| collector | rollout (s) | of which transfer (s) | env steps/s | vs in process | rollout / update |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, values in seconds.items():
+        median = statistics.median(values)
+        transfer = f"{statistics.median(outside[name]):.3f}" if outside[name] else "-"
+        print(f"| {name} | {median:.2f} | {transfer} | {steps / median:.0f} | {base / median:.2f}x | "
+              f"{median / update:.2f} |")
+    print(f"update (GAE + {config.ppo.update_epochs} epochs of {config.ppo.num_minibatches} minibatches) "
+          f"on the learner: {update:.2f} s")
+    print(f"per update: weights out {ray_collector.bytes_sent / 1e6:.2f} MB (once, into the object store); "
+          f"rollouts back {ray_collector.bytes_received / 1e6:.2f} MB in all")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/default.yaml")
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    config = load_config(args.config)
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    # Every collector's workers exist at once but only one collector runs at a time: reserve a
+    # logical CPU for each worker, whatever the machine has.
+    with ray_session(num_cpus=sum(args.workers)):
+        seconds, outside, updates, last_ray = time_collectors(config, policy, args.workers, args.rounds, args.config)
+    report(config, args.config, args.rounds, seconds, outside, updates, last_ray)
+
+
+if __name__ == "__main__":
+    main()
