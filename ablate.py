@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from config import ConfigError, load_config
+from rl.envs import check_env_config
 from rl.report import by_setting, markdown_table, write_csv
 from rl.sweep import RunSpec, StaleRunError, check_reusable, run_name, settings_grid, spec_config
 from viz.ablation_plots import final_metric, learning_curves
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         grid = settings_grid(sweeps)
         for setting in grid:  # fail now, naming the key, rather than inside a worker
             config = load_config(args.config, [*args.overrides, *setting])
+            check_env_config(config.env)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.checkpoint import checkpoint_path, latest_checkpoint, load_latest_readable, load_model_weights, save_checkpoint
 from rl.collector import Collector, check_collector_settings, make_collector
-from rl.envs import make_env
+from rl.envs import check_env_config, make_env
 from rl.episodes import EpisodeProgress
 from rl.evaluation import argmax_actor, run_episode
 from rl.gae import compute_gae
@@ -87,7 +87,8 @@ class Trainer:
     @classmethod
     def create(cls, config: Config, run_dir: Path, paint_attention: AttentionPainter | None = None) -> "Trainer":
         run_dir = Path(run_dir)
-        resolve_device(config.run.device)  # refuse a missing device or cluster before writing anything
+        resolve_device(config.run.device)  # refuse a missing device, a bad env or cluster before writing anything
+        check_env_config(config.env)
         check_collector_settings(config)
         if latest_checkpoint(run_dir) is not None:
             raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir} or pick another run.name")

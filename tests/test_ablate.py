@@ -46,9 +46,13 @@ def test_rerun_skips_finished_runs_and_resumes_a_killed_one(sweep):
     assert sorted(p.name for p in killed.glob("checkpoint_*.pt")) == ["checkpoint_000001.pt", "checkpoint_000002.pt"]
 
 
-def test_a_bad_sweep_key_is_named(capsys):
-    assert ablate.main(["--sweep", "model.n_head=1,2", "--config", str(SMOKE)]) == 2
+def test_a_bad_sweep_key_or_env_setting_is_named_before_any_run(capsys, tmp_path):
+    assert ablate.main(["--sweep", "model.n_head=1,2", "--config", str(SMOKE), "--out", str(tmp_path / "a")]) == 2
     assert "unknown key 'model.n_head'" in capsys.readouterr().err
+    assert ablate.main(["--sweep", "env.kwargs.sensor_range=6,1000", "--config", str(SMOKE),
+                        "--out", str(tmp_path / "b")]) == 2
+    assert "sensor_range must be <= 64, got 1000" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
 def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluations_rerun(sweep, capsys):

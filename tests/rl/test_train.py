@@ -232,8 +232,15 @@ def test_a_checkpoint_from_another_observation_layout_is_refused_clearly(stale_c
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
-def test_cuda_without_a_device_is_refused_before_anything_is_written(tmp_path, capsys):
+@pytest.mark.parametrize("override, message", [
+    ("run.device=cuda", "run.device=cuda but no CUDA device is available"),
+    ("env.kwargs.sensor_range=1000", "sensor_range must be <= 64, got 1000"),  # the env refuses, not the config
+    ("env.kwargs.map_size=5000", "map_size must be <= 1024, got 5000"),
+    ("env.kwargs.no_such_key=1", "no_such_key"),
+])
+def test_settings_that_fail_only_in_the_env_or_device_are_refused_before_anything_is_written(
+        tmp_path, capsys, override, message):
     run_dir = tmp_path / "run"
-    assert train.main(["--config", str(SMOKE), f"run.run_dir={run_dir}", "run.device=cuda"]) == 2
-    assert "run.device=cuda but no CUDA device is available" in capsys.readouterr().err
+    assert train.main(["--config", str(SMOKE), f"run.run_dir={run_dir}", override]) == 2
+    assert message in capsys.readouterr().err
     assert not run_dir.exists()
