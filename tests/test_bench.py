@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from bench import attention_speed, collector_speed, env_speed, headroom, padding_trim, size_buckets
+from bench import attention_speed, collector_speed, contention, env_speed, headroom, padding_trim, size_buckets
 from tests.helpers import SMOKE
 
 
@@ -14,6 +14,7 @@ from tests.helpers import SMOKE
     (headroom, ["--episodes", "2"], "travel belief_lookahead / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
     (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
+    (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--seconds", "0.5"], "| PASSIVE |"),
 ])
 def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])

@@ -1,0 +1,111 @@
+"""A short training alone and beside a second CPU-bound torch process, under each OpenMP wait setting.
+
+    python -m bench.contention [--config configs/default.yaml] [--updates 2] [--settings default PASSIVE ...]
+
+For each setting of torch's OpenMP runtime (libgomp) - ``default`` (nothing set: idle threads
+spin 300,000 rounds before sleeping), ``ACTIVE`` / ``PASSIVE`` (``OMP_WAIT_POLICY``: spin for
+ever / sleep at once), or ``SPIN=N`` (``GOMP_SPINCOUNT=N``) - runs ``train.py`` for ``--updates`` updates alone,
+then again beside a competitor: a second process doing torch matrix products on every core,
+under the same setting (another training, an evaluation or the tests, as users run them). Prints
+each training's env steps/s (from the run's ``charts/SPS``), the ratio beside / alone (a fair
+share of the cores would be 0.5x), and the competitor's products per second alone and beside.
+Takes a few minutes; run it alone on the machine. The settings take effect only in a process
+that has not imported torch yet, hence the subprocesses.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from config import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPETITOR = """
+import signal, sys, time, torch
+x = torch.randn(384, 384)
+count, start = 0, time.perf_counter()
+def stop(*_):
+    print(count / (time.perf_counter() - start), flush=True)
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+while True:
+    x = torch.tanh(x @ x)
+    count += 1
+"""
+
+
+def environment(setting: str) -> dict[str, str]:
+    """This process's environment with the OpenMP variables of ``setting`` (and no others)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if setting in ("ACTIVE", "PASSIVE"):
+        env["OMP_WAIT_POLICY"] = setting
+    elif setting.startswith("SPIN="):
+        env["GOMP_SPINCOUNT"] = setting.removeprefix("SPIN=")
+    elif setting != "default":
+        raise SystemExit(f"unknown setting {setting!r}: default, ACTIVE, PASSIVE or SPIN=N")
+    return env
+
+
+def start_competitor(setting: str) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-c", COMPETITOR], env=environment(setting),
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    return process
+
+
+def stop_competitor(process: subprocess.Popen) -> float:
+    """Its matrix products per second."""
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    return float(out.strip())
+
+
+def training_sps(config: str, updates: int, setting: str, run_dir: Path) -> float:
+    """env steps/s over a short ``train.py`` run's updates (its last ``charts/SPS``)."""
+    steps = f"ppo.total_timesteps={updates * load_config(config).batch_size}"
+    subprocess.run([sys.executable, "train.py", "--config", config, steps, "run.image_every=0",
+                    f"run.run_dir={run_dir}"], cwd=ROOT, env=environment(setting),
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
+    events.Reload()
+    return events.Scalars("charts/SPS")[-1].value
+
+
+def competitor_alone(setting: str, seconds: float) -> float:
+    process = start_competitor(setting)
+    time.sleep(seconds)
+    return stop_competitor(process)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/default.yaml")
+    parser.add_argument("--updates", type=int, default=2)
+    parser.add_argument("--settings", nargs="+", default=["default", "PASSIVE"])
+    parser.add_argument("--seconds", type=float, default=10, help="how long the competitor is timed alone")
+    args = parser.parse_args(argv)
+    print("| OpenMP setting | training alone (steps/s) | beside a competitor | beside / alone | "
+          "competitor alone (products/s) | competitor beside |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, setting in enumerate(args.settings):
+            alone = training_sps(args.config, args.updates, setting, Path(tmp) / f"{i}_alone")
+            competitor_solo = competitor_alone(setting, args.seconds)
+            competitor = start_competitor(setting)
+            beside = training_sps(args.config, args.updates, setting, Path(tmp) / f"{i}_beside")
+            competitor_beside = stop_competitor(competitor)
+            print(f"| {setting} | {alone:.0f} | {beside:.0f} | {beside / alone:.2f}x | {competitor_solo:.0f} | "
+                  f"{competitor_beside:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
