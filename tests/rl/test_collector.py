@@ -73,3 +73,14 @@ def test_sampled_actions_follow_the_policy_and_never_take_a_masked_slot():
     # Each frequency within 4 standard errors of its probability.
     assert ((counts / n - probs).abs() <= 4 * (probs * (1 - probs) / n).sqrt() + 1e-9).all(), (counts / n, probs)
     assert sample_actions(policy, obs, [7])[0] == sample_actions(policy, obs, [7])[0]
+
+
+def test_an_async_vector_env_collects_the_sync_rollout(tmp_path):
+    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    collectors = [VectorEnvCollector(config, vector=vector) for vector in ("sync", "async")]
+    for _ in range(2):
+        assert_same_rollout(*(collector.collect(policy) for collector in collectors))
+    for collector in collectors:
+        collector.close()
