@@ -8,7 +8,10 @@ A process may hold any slice of a run's envs: env ``i`` is the same env wherever
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import gymnasium as gym
@@ -82,8 +85,30 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
         return make
 
     indices = range(config.num_envs) if indices is None else indices
-    vector_cls = AsyncVectorEnv if (vector or config.vector) == "async" else SyncVectorEnv
-    return vector_cls([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
+    if (vector or config.vector) != "async":
+        return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
+    with interrupts_ignored_by_children():
+        return AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+@contextmanager
+def interrupts_ignored_by_children() -> Iterator[None]:
+    """Processes started in the block ignore SIGINT and SIGTERM.
+
+    A terminal's Ctrl-C goes to every process of the foreground group. The env workers of an
+    ``AsyncVectorEnv`` would die of it mid-step and take the training down before it could save;
+    they inherit the ignored signals, and the trainer alone acts on them (``rl/interrupt.py``).
+    They still end with the trainer: ``close()``, or their pipe closing when it dies.
+    """
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def restore_envs(envs: gym.vector.VectorEnv, progress: EpisodeProgress, indices: Sequence[int]) -> dict[str, np.ndarray]:

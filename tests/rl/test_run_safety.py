@@ -72,3 +72,24 @@ def test_ctrl_c_saves_the_update_in_progress_and_names_the_resume_command(tmp_pa
     assert "Traceback" not in err
     trainer = Trainer.resume(run_dir)
     trainer.train(max_updates=1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_whole_process_group_saves_with_async_env_workers(tmp_path, sig):
+    """A terminal's Ctrl-C reaches every process of the group: the env workers must not die of it."""
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=async",
+               "ppo.total_timesteps=100000", "run.image_every=0", "run.checkpoint_every=1000"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)  # its own group, as a terminal's foreground job
+    deadline = time.time() + 120
+    while not list(run_dir.glob("events.*")) and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)
+    os.killpg(process.pid, sig)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 128 + sig, err
+    update = load_checkpoint(latest_checkpoint(run_dir))["update"]
+    assert err.rstrip().endswith(f"stopped by {sig.name} after update {update}, checkpoint saved; "
+                                 f"continue with: python train.py --resume {run_dir}")
+    assert "Traceback" not in err
