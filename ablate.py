@@ -8,9 +8,10 @@ by its argmax moves, with nearest frontier, on the same held-out maps as ``evalu
 is a Ray task reserving ``--cpus-per-run`` CPUs (and ``--gpus-per-run`` GPUs), on a local Ray or
 across the cluster ``--address`` names; a run whose process dies is retried from its checkpoint.
 The sweep is resumable: rerun the same command after a kill and finished runs are skipped,
-interrupted ones resumed from their last checkpoint; a run folder made with other settings is refused, naming the keys that differ, and a
-finished run evaluated with other ``--episodes`` / ``--eval-seed`` is evaluated again. Writes results.csv, results.md, learning_curves.png, travel_to_complete.png and
-ratio_to_nearest_frontier.png.
+interrupted ones resumed from their last checkpoint; a run folder made with other settings is
+refused, naming the keys that differ, and a finished run evaluated with other ``--episodes`` /
+``--eval-seed`` is evaluated again. Writes results.csv, results.md, learning_curves.png,
+travel_to_complete.png and ratio_to_nearest_frontier.png.
 """
 from __future__ import annotations
 

@@ -73,17 +73,16 @@ def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
     return env
 
 
-def evaluate_in_parallel(names: list[str], policy, env_config: EnvConfig, args: argparse.Namespace,
-                         gif: Path | None) -> dict:
+def evaluate_in_parallel(actors: dict, policy, env_config: EnvConfig, args: argparse.Namespace) -> dict:
     """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here (one episode)."""
     from rl.cluster.connect import ray_session  # Ray is imported only when asked for
     from rl.cluster.evaluation import evaluate_on_ray
+    names = list(actors)
     with ray_session(args.address):
         results = evaluate_on_ray(names, policy if AGENT in names else None, env_config, args.episodes,
                                   args.seed, args.workers)
-    if gif is not None:
-        first = argmax_actor(policy) if names[0] == AGENT else BASELINES[names[0]]
-        evaluate_actors({names[0]: first}, env_config, 1, args.seed, gif=gif, progress=False)
+    if args.gif is not None:
+        evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False)
     return results
 
 
@@ -135,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.workers > 1:
         try:
-            results = evaluate_in_parallel(list(actors), policy, env_config, args, gif=args.gif)
+            results = evaluate_in_parallel(actors, policy, env_config, args)
         except ConfigError as error:  # no cluster at --address
             parser.error(f"--address: {error}")
     else:

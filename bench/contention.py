@@ -1,15 +1,18 @@
 """A short training alone and beside a second CPU-bound torch process, under each OpenMP wait setting.
 
     python -m bench.contention [--config configs/default.yaml] [--updates 2] [--settings default PASSIVE ...]
+    python -m bench.contention --alone-rounds 3 --settings default PASSIVE THREADS=1
 
 For each setting of torch's OpenMP runtime (libgomp) - ``default`` (nothing set: idle threads
 spin 300,000 rounds before sleeping), ``ACTIVE`` / ``PASSIVE`` (``OMP_WAIT_POLICY``: spin for
-ever / sleep at once), or ``SPIN=N`` (``GOMP_SPINCOUNT=N``) - runs ``train.py`` for ``--updates`` updates alone,
+ever / sleep at once), ``SPIN=N`` (``GOMP_SPINCOUNT=N``) or ``THREADS=N`` (``run.torch_threads=N``) - runs ``train.py`` for ``--updates`` updates alone,
 then again beside a competitor: a second process doing torch matrix products on every core,
 under the same setting (another training, an evaluation or the tests, as users run them). Prints
 each training's env steps/s (from the run's ``charts/SPS``), the ratio beside / alone (a fair
 share of the cores would be 0.5x), and the competitor's products per second alone and beside.
-Takes a few minutes; run it alone on the machine. The settings take effect only in a process
+With ``--alone-rounds R`` it only trains alone, the settings taking turns for R rounds (for the
+speed alone, which the machine's noise blurs in a single run). Takes a few minutes; run it alone
+on the machine. The settings take effect only in a process
 that has not imported torch yet, hence the subprocesses.
 """
 from __future__ import annotations
@@ -50,9 +53,14 @@ def environment(setting: str) -> dict[str, str]:
         env["OMP_WAIT_POLICY"] = setting
     elif setting.startswith("SPIN="):
         env["GOMP_SPINCOUNT"] = setting.removeprefix("SPIN=")
-    elif setting != "default":
-        raise SystemExit(f"unknown setting {setting!r}: default, ACTIVE, PASSIVE or SPIN=N")
+    elif setting != "default" and not setting.startswith("THREADS="):
+        raise SystemExit(f"unknown setting {setting!r}: default, ACTIVE, PASSIVE, SPIN=N or THREADS=N")
     return env
+
+
+def thread_overrides(setting: str) -> list[str]:
+    """``train.py`` overrides of a ``THREADS=N`` setting (none for the others)."""
+    return [f"run.torch_threads={setting.removeprefix('THREADS=')}"] if setting.startswith("THREADS=") else []
 
 
 def start_competitor(setting: str) -> subprocess.Popen:
@@ -73,7 +81,7 @@ def training_sps(config: str, updates: int, setting: str, run_dir: Path) -> floa
     """env steps/s over a short ``train.py`` run's updates (its last ``charts/SPS``)."""
     steps = f"ppo.total_timesteps={updates * load_config(config).batch_size}"
     subprocess.run([sys.executable, "train.py", "--config", config, steps, "run.image_every=0",
-                    f"run.run_dir={run_dir}"], cwd=ROOT, env=environment(setting),
+                    f"run.run_dir={run_dir}", *thread_overrides(setting)], cwd=ROOT, env=environment(setting),
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     events.Reload()
@@ -92,7 +100,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--updates", type=int, default=2)
     parser.add_argument("--settings", nargs="+", default=["default", "PASSIVE"])
     parser.add_argument("--seconds", type=float, default=10, help="how long the competitor is timed alone")
+    parser.add_argument("--alone-rounds", type=int, default=0, help="only train alone, settings alternating")
     args = parser.parse_args(argv)
+    if args.alone_rounds:
+        with tempfile.TemporaryDirectory() as tmp:
+            print("| round | " + " | ".join(f"{setting} (steps/s)" for setting in args.settings) + " |")
+            print("|" + " --- |" * (len(args.settings) + 1))
+            for round_ in range(1, args.alone_rounds + 1):
+                rates = [training_sps(args.config, args.updates, setting, Path(tmp) / f"{round_}_{i}")
+                         for i, setting in enumerate(args.settings)]
+                print(f"| {round_} | " + " | ".join(f"{rate:.0f}" for rate in rates) + " |", flush=True)
+        return
     print("| OpenMP setting | training alone (steps/s) | beside a competitor | beside / alone | "
           "competitor alone (products/s) | competitor beside |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -99,14 +99,15 @@ def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tu
 
 
 def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes: int, seed: int,
-                    gif: Path | None = None, progress: bool = True, first: int = 0) -> dict[str, list[EpisodeResult]]:
+                    gif: Path | None = None, progress: bool = True, first_episode: int = 0
+                    ) -> dict[str, list[EpisodeResult]]:
     """Every actor on the same ``episodes`` held-out maps (odd seeds, never seen in training):
-    held-out episodes ``first .. first + episodes - 1`` of ``seed``.
+    held-out episodes ``first_episode .. first_episode + episodes - 1`` of ``seed``.
 
     With ``gif``, the first actor's first episode is saved there.
     """
     env = make_env(env_config, render_mode="rgb_array" if gif else None)
-    seeds = [eval_episode_seed(seed, i) for i in range(first, first + episodes)]
+    seeds = [eval_episode_seed(seed, i) for i in range(first_episode, first_episode + episodes)]
     results: dict[str, list[EpisodeResult]] = {}
     first = next(iter(actors))
     with tqdm(total=len(actors) * episodes, unit="episode", desc="evaluating", disable=not progress) as bar:

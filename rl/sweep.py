@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from typing import Any
-
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

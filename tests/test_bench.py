@@ -3,7 +3,8 @@ import sys
 
 import pytest
 
-from bench import attention_speed, collector_speed, contention, env_speed, headroom, padding_trim, size_buckets
+from bench import (attention_speed, collector_speed, contention, env_speed, forward_each, headroom, padding_trim,
+                   size_buckets)
 from tests.helpers import SMOKE
 
 
@@ -15,6 +16,9 @@ from tests.helpers import SMOKE
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
     (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--seconds", "0.5"], "| PASSIVE |"),
+    (contention, ["--config", str(SMOKE), "--updates", "1", "--alone-rounds", "1", "--settings", "THREADS=1"],
+     "| THREADS=1 (steps/s) |"),
+    (forward_each, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1"], "max |logit difference|"),
 ])
 def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])

@@ -87,12 +87,8 @@ class RolloutWorker:
         return SliceRollout(rollout, self.collector.progress(), built, time.perf_counter() - start)
 
     def where(self) -> tuple[str, int]:
-        """(Ray node id, process id): where this worker runs (tests and logs)."""
+        """(Ray node id, process id): where this worker runs (for tests and diagnostics)."""
         return ray.get_runtime_context().get_node_id(), os.getpid()
-
-    def close(self) -> None:
-        if self.collector is not None:
-            self.collector.close()
 
 
 class RayCollector:

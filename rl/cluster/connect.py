@@ -68,6 +68,15 @@ def ray_session(address: str = "", num_cpus: int | None = None) -> Iterator[None
             ray.shutdown()
 
 
+def completion_order(refs: list[ray.ObjectRef]) -> Iterator[int]:
+    """The indices of ``refs`` as their tasks finish (``ray.get`` each one then: it will not block)."""
+    index = {ref: i for i, ref in enumerate(refs)}
+    waiting = list(refs)
+    while waiting:
+        (ready,), waiting = ray.wait(waiting, num_returns=1)
+        yield index[ready]
+
+
 def cluster_cpus() -> int:
     """CPUs the connected cluster has in all."""
     return int(ray.cluster_resources().get("CPU", 0))

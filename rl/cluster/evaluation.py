@@ -17,6 +17,7 @@ from config import EnvConfig, ModelConfig
 from env.baselines import BASELINES
 from policy import PolicyNet
 from rl.cluster.collector import contiguous_slices
+from rl.cluster.connect import completion_order
 from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
 
 
@@ -33,7 +34,8 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, dict] | None, env
             actors[name] = argmax_actor(policy.eval())
         else:
             actors[name] = BASELINES[name]
-    return evaluate_actors(actors, env_config, len(episodes), seed, progress=False, first=episodes.start)
+    return evaluate_actors(actors, env_config, len(episodes), seed, progress=False,
+                           first_episode=episodes.start)
 
 
 def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvConfig, episodes: int, seed: int,
@@ -42,11 +44,9 @@ def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvC
     model = None if policy is None else ray.put((policy.config, {k: v.cpu() for k, v in policy.state_dict().items()}))
     chunks = contiguous_slices(episodes, min(workers, episodes))
     refs = [evaluate_chunk.remote(names, model, env_config, chunk, seed) for chunk in chunks]
-    done: dict = {}
+    done: dict[int, dict[str, list[EpisodeResult]]] = {}
     with tqdm(total=episodes * len(names), unit="episode", desc=f"evaluating ({len(chunks)} workers)") as bar:
-        waiting = list(refs)
-        while waiting:
-            ready, waiting = ray.wait(waiting, num_returns=1)
-            done[ready[0]] = ray.get(ready[0])
-            bar.update(len(names) * len(chunks[refs.index(ready[0])]))
-    return {name: [result for ref in refs for result in done[ref][name]] for name in names}
+        for i in completion_order(refs):
+            done[i] = ray.get(refs[i])
+            bar.update(len(names) * len(chunks[i]))
+    return {name: [result for i in range(len(chunks)) for result in done[i][name]] for name in names}

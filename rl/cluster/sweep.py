@@ -13,6 +13,7 @@ import ray
 from ray.exceptions import RayError, RayTaskError
 from tqdm import tqdm
 
+from rl.cluster.connect import cluster_cpus, completion_order
 from rl.sweep import RunSpec, run_one
 
 
@@ -28,16 +29,12 @@ def run_sweep(specs: list[RunSpec], cpus_per_run: int, gpus_per_run: float, retr
     task = ray.remote(run_here).options(num_cpus=cpus_per_run, num_gpus=gpus_per_run, max_retries=retries,
                                         retry_exceptions=False)
     refs = [task.remote(spec) for spec in specs]
-    index = {ref: i for i, ref in enumerate(refs)}
     results: dict[int, dict] = {}
     failures = []
-    waiting = list(refs)
-    with tqdm(total=len(refs), unit="run", desc=f"sweep ({int(ray.cluster_resources().get('CPU', 0))} CPUs)") as bar:
-        while waiting:
-            (ready,), waiting = ray.wait(waiting, num_returns=1)
-            i = index[ready]
+    with tqdm(total=len(refs), unit="run", desc=f"sweep ({cluster_cpus()} CPUs)") as bar:
+        for i in completion_order(refs):
             try:
-                results[i] = ray.get(ready)
+                results[i] = ray.get(refs[i])
             except RayTaskError as error:  # the run raised: report its own error, not Ray's wrapping
                 failures.append(f"{specs[i].run_dir}: {type(error.cause).__name__}: {error.cause}")
             except RayError as error:  # its process died more often than retries allow
