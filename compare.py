@@ -4,9 +4,11 @@
 
 Both reports must cover the same held-out maps: the same ``--seed`` and the same environment
 settings (episode i's map depends on nothing else, so reports of different lengths are compared
-over the episodes both ran). Each policy of NEW is paired with each policy of BASE, episode by
-episode, over the maps both completed. The table gives the mean per-map travel ratio NEW / BASE
-(95% CI) and on how many of those maps NEW travelled less, more or the same.
+over the episodes both ran); reports over a ``map_dir`` must also name the same map files in the
+same order (the folder's files may have changed between them). Each policy of NEW is paired with
+each policy of BASE, episode by episode, over the maps both completed. The table gives the mean
+per-map travel ratio NEW / BASE (95% CI) and on how many of those maps NEW travelled less, more
+or the same.
 
 This is how a run evaluated alone (``evaluate.py --policy agent``) is set against the baselines
 of an earlier full report, or two runs against each other, without running anything again.
@@ -73,12 +75,15 @@ def common_maps(new: Report, base: Report) -> int:
         raise ValueError(f"the reports were run with different environment settings: {differ} "
                          f"({[new.env.get(k) for k in differ]} against {[base.env.get(k) for k in differ]})")
     n = min(len(results) for results in (*new.episodes.values(), *base.episodes.values()))
-    new_families = [e.map_family for e in next(iter(new.episodes.values()))[:n]]
-    base_families = [e.map_family for e in next(iter(base.episodes.values()))[:n]]
-    if new_families != base_families:
-        first = next(i for i, (a, b) in enumerate(zip(new_families, base_families)) if a != b)
-        raise ValueError(f"episode {first} is a {new_families[first]} map in one report and a "
-                         f"{base_families[first]} map in the other: not the same maps")
+    new_maps, base_maps = ([(e.map_family, e.map_file) for e in next(iter(r.episodes.values()))[:n]]
+                           for r in (new, base))
+    for i, ((new_family, new_file), (base_family, base_file)) in enumerate(zip(new_maps, base_maps)):
+        if new_family != base_family:
+            raise ValueError(f"episode {i} is a {new_family} map in one report and a {base_family} map in "
+                             f"the other: not the same maps")
+        if None not in (new_file, base_file) and new_file != base_file:  # None: procedural, or an older report
+            raise ValueError(f"episode {i} plays map file {new_file!r} in one report and {base_file!r} in "
+                             f"the other: not the same maps")
     return n
 
 
@@ -94,11 +99,12 @@ def pool_reports(reports: list[Report], paths: list[Path]) -> Report:
     if not shared:
         raise ValueError(f"{[str(p) for p in paths]} share no policy: they have "
                          f"{[sorted(r.episodes) for r in reports]}")
-    numeric = [f.name for f in fields(EpisodeResult) if f.name not in ("success", "map_family")]
+    numeric = [f.name for f in fields(EpisodeResult) if f.name not in ("success", "map_family", "map_file")]
 
     def pooled(results: list[EpisodeResult]) -> EpisodeResult:
         means = {name: float(np.mean([getattr(r, name) for r in results])) for name in numeric}
-        return EpisodeResult(success=all(r.success for r in results), map_family=results[0].map_family, **means)
+        return EpisodeResult(success=all(r.success for r in results), map_family=results[0].map_family,
+                             map_file=next((r.map_file for r in results if r.map_file is not None), None), **means)
 
     episodes = {name: [pooled(list(per_map)) for per_map in zip(*(r.episodes[name][:n] for r in reports))]
                 for name in shared}

@@ -11,6 +11,12 @@ run's ``config.yaml`` beside it rebuilds the network and the environment. ``--en
 keys are the fields of ``env.config.GridExploreConfig``. Held-out maps use odd seeds and training
 maps even ones (``rl/seeding.py``), so they never overlap. ``--workers N`` plays the maps in N
 Ray tasks (a local Ray, or the cluster ``--address`` names) with exactly the serial results.
+
+``--env map_dir=FOLDER`` (or a glob, ``map_dir='maps/*.png'``) evaluates every map of the
+collection once, in its sorted order (a natural sort of the names): episode i plays map i, at most
+``--episodes`` of them (fewer when the folder holds fewer, as the output says). Every map is
+checked before the first episode, and ``--json`` records each episode's ``map_file``, so
+``compare.py`` pairs the results map by map.
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import check_env_config
-from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, summarise, travel_ratio
+from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size, summarise, travel_ratio
 from stats import format_mean_ci
 
 COLUMNS = {  # summary key -> (header, decimals)
@@ -128,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         env_config = with_env_overrides(config.env, args.env)
     except ConfigError as error:
         parser.error(f"--env: {error}")
+    maps = map_dir_size(env_config)
+    if maps is not None and args.episodes > maps:
+        print(f"--episodes {args.episodes}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} maps; "
+              f"evaluating each once ({maps} episodes)", file=sys.stderr)
+        args.episodes = maps
     actors.update(BASELINES)
     if args.policy != "all":
         actors = {args.policy: actors[args.policy]}

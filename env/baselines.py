@@ -43,8 +43,8 @@ def greedy(obs: dict, env: gym.Env) -> int:
     best, best_score = None, 0.0
     for slot in range(1, obs[NEIGHBORS].shape[1]):
         node = int(obs[NEIGHBORS][current, slot])
-        if node >= 0 and graph.utility[node] / graph.slot_length(slot) > best_score:
-            best, best_score = slot, graph.utility[node] / graph.slot_length(slot)
+        if node >= 0 and graph.utility[node] / graph.slot_length(current, slot) > best_score:
+            best, best_score = slot, graph.utility[node] / graph.slot_length(current, slot)
     return nearest_frontier(obs, env) if best is None else best
 
 

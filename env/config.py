@@ -15,6 +15,8 @@ MAX_MAP_SIDE = 1024
 grow with its area, and past this they take gigabytes."""
 MAX_SENSOR_RANGE = 64
 """The largest sensor radius in cells: the env pads the map by it and precomputes its rays."""
+START_RULES = ("random", "marker")
+"""Where a loaded map's episode starts: a random cell of its largest free area, or its start marker."""
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,24 @@ class GridExploreConfig:
 
     map_family: str = MIXED
     """Procedural family: one of ``rooms``, ``caves``, ``maze``, ``obstacles``, or ``mixed`` (drawn per
-    episode). Ignored when ``map_file`` is set."""
+    episode). Ignored when ``map_file`` or ``map_dir`` is set."""
     map_size: int = 40
     """Side of the square procedural map, in cells (walls included)."""
     map_file: str | None = None
     """Your own map: an image (dark = obstacle) or a 2-D ``.npy`` (nonzero = obstacle)."""
+    map_dir: str | None = None
+    """A collection of your maps, one drawn per episode from its seed: a folder (every file in it
+    must be a map; hidden files and subfolders are skipped) or a glob pattern (``maps/*.png``).
+    Maps are ordered by a natural sort of their names (``2.png`` before ``10.png``);
+    ``reset(options={"map_index": i})`` plays map i of that order instead. A map smaller than the
+    collection's largest height or width is padded with obstacle cells at the bottom and right, so
+    observations keep one shape. Not with ``map_file``."""
     map_downsample: int = 1
     """Shrink a loaded map by this factor; a block is an obstacle if any of its cells is."""
+    start: str = "random"
+    """Where a loaded map's robot starts: ``random`` (a random cell of the map's largest free
+    area) or ``marker`` (the free cell nearest the map's start marker, see
+    :func:`env.map_io.load_map`; a map without one starts at random, with a warning)."""
     sensor_range: int = 6
     """Sensor radius in cells; obstacles block its line of sight."""
     utility_range: int | None = None
@@ -66,8 +79,17 @@ class GridExploreConfig:
         for name in ("strict_actions", "allow_stay"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if self.map_file is not None and not isinstance(self.map_file, str):
-            raise ValueError(f"map_file must be a path (a string), got {self.map_file!r}")
+        for name in ("map_file", "map_dir"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a path (a string), got {getattr(self, name)!r}")
+        if self.map_file is not None and self.map_dir is not None:
+            raise ValueError(f"map_file={self.map_file!r} and map_dir={self.map_dir!r} are mutually exclusive: "
+                             f"set one of them")
+        if self.start not in START_RULES:
+            raise ValueError(f"start={self.start!r} is not one of {', '.join(START_RULES)}")
+        if self.start == "marker" and self.map_file is None and self.map_dir is None:
+            raise ValueError("start='marker' reads the start from a map file: set map_file or map_dir "
+                             "(procedural maps have no marker)")
         if self.utility_range is not None:
             _check_int("utility_range", self.utility_range, 1)
             if self.utility_range > self.sensor_range:

@@ -1,12 +1,14 @@
-"""The viewpoint graph: lattice nodes over known free space, straight collision-free edges.
+"""The viewpoint graph: nodes over known free space, edges over known-free routes.
 
-Nodes sit on a square lattice of ``spacing`` cells anchored at the robot's start cell, so the
-robot, which only ever moves from node to node, always stands on a node. A lattice point becomes
-a node once an edge reaches it from the robot's component; node indices are given in order of
-discovery and never change within an episode. Edges join a node to its 8 lattice neighbours
-(only the 4 axis-aligned ones when 5 <= K < 9) whose straight segment covers known-free cells
-only. Because the belief only ever gains known cells and the world is static, a valid edge stays
-valid: edges, nodes and indices only grow.
+Nodes sit at the *sites* of a square lattice of ``spacing`` cells anchored at the robot's start
+(:mod:`env.lattice`: the free cell of each lattice point's box nearest the point), so the robot,
+which only ever moves from node to node, always stands on a node. A lattice point becomes a node
+once an edge reaches it from the robot's component; node indices are given in order of discovery
+and never change within an episode. An edge joins a node to each of its 8 lattice neighbours
+(only the 4 axis-aligned ones when 5 <= K < 9) along a route fixed per map (a straight segment,
+or the shortest path through a door the lattice misses), and exists once every cell of that
+route is known free. Because the belief only ever gains known cells and the world is static, a
+valid edge stays valid: edges, nodes and indices only grow.
 
 Per-node utility (the reference's "observable frontiers") counts the frontier cells within
 ``utility_range`` whose sight line from the node runs over known-free cells only.
@@ -20,57 +22,31 @@ import heapq
 
 import numpy as np
 
-from env.geometry import line_cells, sight_table
-from env.sensing import FREE, OCCUPIED
-
-# Lattice steps: the 4 axis-aligned ones, then the 4 diagonals; within each group of four the
-# opposite of step d is d + 2 (mod 4), which keeps every edge usable in both directions.
-LATTICE_STEPS = ((-1, 0), (0, 1), (1, 0), (0, -1), (-1, 1), (1, 1), (1, -1), (-1, -1))
+from env.geometry import sight_table
+from env.lattice import LatticeGeometry, PathField, hop_length, opposite
+from env.sensing import FREE
 
 
 class ViewpointGraph:
-    """Lattice viewpoint graph over a padded, flattened belief map (see the module docstring).
+    """Viewpoint graph over a padded, flattened belief map (see the module docstring).
 
     Slot 0 of every node is the node itself; slot ``1 + d`` is the neighbour one lattice step in
-    direction ``LATTICE_STEPS[d]``, or -1 when that edge does not (yet) exist.
+    direction ``env.lattice.LATTICE_STEPS[d]``, or -1 when that edge does not (yet) exist.
     """
 
-    def __init__(self, *, height: int, width: int, pad: int, start: tuple[int, int], spacing: int,
-                 k: int, n_max: int, utility_range: int) -> None:
-        self.height, self.width, self.pad, self.spacing = height, width, pad, spacing
-        self.k, self.n_max = k, n_max
-        self.stride = width + 2 * pad
-        rows = np.arange(start[0] % spacing, height, spacing)
-        cols = np.arange(start[1] % spacing, width, spacing)
-        self.lattice_shape = (len(rows), len(cols))
-        n_lattice = len(rows) * len(cols)
-        rr, cc = np.meshgrid(rows, cols, indexing="ij")
-        self.lattice_rc = np.stack([rr.ravel(), cc.ravel()], axis=1)
-        self.lattice_flat = (self.lattice_rc[:, 0] + pad) * self.stride + self.lattice_rc[:, 1] + pad
-
+    def __init__(self, geometry: LatticeGeometry, *, height: int, width: int,
+                 stride: int, spacing: int, k: int, n_max: int, utility_range: int) -> None:
         if k < 5:
             raise ValueError(f"k={k} is too small: the lattice needs 5 slots (self + 4 axis "
                              f"neighbours) or >= 9 (self + 8, diagonals included)")
-        n_steps = 8 if k >= 9 else 4
-        steps = np.array(LATTICE_STEPS[:n_steps], dtype=np.int64)
-        self._opposite = np.array([d // 4 * 4 + (d + 2) % 4 for d in range(n_steps)])
-        li, lj = np.divmod(np.arange(n_lattice), len(cols))
-        ni, nj = li[:, None] + steps[:, 0], lj[:, None] + steps[:, 1]
-        inside = (ni >= 0) & (ni < len(rows)) & (nj >= 0) & (nj < len(cols))
-        # Index n_lattice is a sentinel "no lattice point" whose node is always -1.
-        self.lattice_neighbor = np.where(inside, ni * len(cols) + nj, n_lattice)
-        segments = [line_cells(int(di) * spacing, int(dj) * spacing) for di, dj in steps]
-        self.segment = np.zeros((n_steps, max(len(s) for s in segments)), dtype=np.int64)
-        for d, seg in enumerate(segments):
-            self.segment[d, : len(seg)] = seg[:, 0] * self.stride + seg[:, 1]
-        along = np.arange(spacing + 1)
-        self._sweep_offset = along * (steps[:, :1] * self.stride + steps[:, 1:])
-        self.step_length = spacing * np.hypot(steps[:, 0], steps[:, 1])
-        self.edge_valid = np.zeros((n_lattice, len(steps)), dtype=bool)
-        self.edge_undecided = inside.copy()
+        self.geometry = lattice = geometry
+        self.height, self.width, self.spacing, self.k, self.n_max = height, width, spacing, k, n_max
+        n_lattice = lattice.n_lattice
+        self.edge_valid = np.zeros(lattice.neighbor[:-1].shape, dtype=bool)
+        self.edge_undecided = lattice.neighbor[:-1] < n_lattice
 
         self.utility_range = utility_range
-        self._sight_cells, self._sight_between = sight_table(utility_range, self.stride)
+        self._sight_cells, self._sight_between = sight_table(utility_range, stride)
 
         self.node_of_lattice = np.full(n_lattice + 1, -1, dtype=np.int64)
         self.lattice_of_node = np.zeros(n_max, dtype=np.int64)
@@ -78,15 +54,15 @@ class ViewpointGraph:
         self.n_nodes = 0
         self.utility = np.zeros(n_max, dtype=np.int64)
         self.visited = np.zeros(n_max, dtype=bool)
-        self._add(np.array([self.lattice_index(start)]))
 
-    def lattice_index(self, cell: tuple[int, int]) -> int:
-        """Index of the lattice point at ``cell`` (which must be on the lattice)."""
-        i, i_off = divmod(cell[0] - int(self.lattice_rc[0, 0]), self.spacing)
-        j, j_off = divmod(cell[1] - int(self.lattice_rc[0, 1]), self.spacing)
-        if i_off or j_off:
-            raise ValueError(f"cell {cell} is not on the lattice")
-        return i * self.lattice_shape[1] + j
+        # Approach nodes (see _open_approaches): a node off its site stands at position_flat and
+        # reaches its site along a tail; the edge it was opened through follows its own route.
+        self.stride, self.pad = stride, (stride - width) // 2
+        self.position_flat = lattice.site_flat.copy()
+        self.tail_check = np.append(lattice.site_flat, lattice.site_flat[lattice.start_lattice])[:, None]
+        self.tails: dict[int, np.ndarray] = {}  # lattice point -> centre cells, position to site
+        self.entries: dict[tuple[int, int], tuple[np.ndarray, float]] = {}  # (lattice, step) -> (sweep, length)
+        self._add(np.array([lattice.start_lattice]))
 
     def _add(self, lattice: np.ndarray) -> None:
         total = self.n_nodes + lattice.size
@@ -96,10 +72,10 @@ class ViewpointGraph:
             raise ValueError(
                 f"the viewpoint graph has {total} nodes, more than n_max={self.n_max}; raise n_max "
                 f"or node_spacing (spacing {self.spacing} on this {self.height}x{self.width} map "
-                f"allows up to {len(self.lattice_rc)} nodes)")
+                f"allows up to {self.geometry.n_lattice} nodes)")
         self.node_of_lattice[lattice] = np.arange(self.n_nodes, total)
         self.lattice_of_node[self.n_nodes : total] = lattice
-        self.node_rc[self.n_nodes : total] = self.lattice_rc[lattice]
+        self.node_rc[self.n_nodes : total] = self.geometry.site_rc[lattice]
         self.n_nodes = total
 
     def update(self, belief: np.ndarray, frontier: np.ndarray) -> None:
@@ -107,57 +83,63 @@ class ViewpointGraph:
 
         ``frontier`` is the flat bool frontier mask of the same padded grid.
         """
+        self._grow(belief, self.lattice_of_node[: self.n_nodes])
+        self._update_utility(belief, frontier)
+        while not self.utility.any() and self._open_approaches(belief, frontier):
+            self._update_utility(belief, frontier)
+
+    def _grow(self, belief: np.ndarray, todo: np.ndarray) -> None:
+        """Decide the edges of the ``todo`` lattice points, add the nodes they reach, repeat."""
         in_graph = self.node_of_lattice >= 0
-        todo = self.lattice_of_node[: self.n_nodes]
         # Edges of nodes outside the graph matter only once the graph reaches them.
         todo = todo[self.edge_undecided[todo].any(axis=1)]
         while todo.size:
             self._decide_edges(belief, todo)
-            reach = self.lattice_neighbor[todo][self.edge_valid[todo]]
+            reach = self.geometry.lattice_neighbor[todo][self.edge_valid[todo]]
             todo = np.unique(reach[~in_graph[reach]])
             self._add(todo)
             in_graph[todo] = True
-        self._update_utility(belief, frontier)
 
     def _decide_edges(self, belief: np.ndarray, lattice: np.ndarray) -> None:
-        """Settle what can be settled about the undecided edges of ``lattice`` points.
-
-        A segment over known-free cells is valid for good; one known obstacle on it rules it out
-        for good; otherwise it stays undecided. Both directions of an edge are set together.
+        """Make valid, for good, the undecided edges of ``lattice`` points whose routes are now
+        known free (both directions together). The others wait: a route is free in the true
+        map, so it never meets a known obstacle, and an edge without a route is never undecided.
         """
-        undecided = self.edge_undecided[lattice]
-        cells = belief[self.lattice_flat[lattice, None, None] + self.segment]  # [m, steps, cells]
-        valid = (cells == FREE).all(axis=2) & undecided
-        decided = valid | (cells == OCCUPIED).any(axis=2) & undecided
-        rows, steps = np.nonzero(decided)
-        ends = (lattice[rows], self.lattice_neighbor[lattice[rows], steps])
-        back = self._opposite[steps]
-        self.edge_undecided[ends[0], steps] = False
-        self.edge_undecided[ends[1], back] = False
-        is_valid = valid[rows, steps]
-        self.edge_valid[ends[0][is_valid], steps[is_valid]] = True
-        self.edge_valid[ends[1][is_valid], back[is_valid]] = True
+        valid = (belief[self.geometry.route_check[lattice]] == FREE).all(axis=2)  # [m, steps]
+        valid &= self.edge_undecided[lattice]
+        if self.tails:  # an approach node's tail must be known free too, at either end
+            valid &= (belief[self.tail_check[lattice]] == FREE).all(axis=1)[:, None]
+            valid &= (belief[self.tail_check[self.geometry.neighbor[lattice]]] == FREE).all(axis=2)
+        rows, steps = np.nonzero(valid)
+        ends = (lattice[rows], self.geometry.neighbor[lattice[rows], steps])
+        for end, step in ((ends[0], steps), (ends[1], opposite(steps))):
+            self.edge_undecided[end, step] = False
+            self.edge_valid[end, step] = True
 
     def _update_utility(self, belief: np.ndarray, frontier: np.ndarray) -> None:
-        origin = self.lattice_flat[self.lattice_of_node[: self.n_nodes]]
-        # Frontier cells in each node's utility disc first (cheap), sight lines only for those.
+        self.utility[:] = 0
+        origin = self.position_flat[self.lattice_of_node[: self.n_nodes]]
+        self.utility[: self.n_nodes] = self._utility_at(origin, belief, frontier)
+
+    def _utility_at(self, origin: np.ndarray, belief: np.ndarray, frontier: np.ndarray) -> np.ndarray:
+        """[P] frontier cells within ``utility_range`` in clear sight of each flat cell ``origin``."""
+        # Frontier cells in each origin's utility disc first (cheap), sight lines only for those.
         node, cell = np.nonzero(frontier[origin[:, None] + self._sight_cells])
         between = belief[origin[node, None] + self._sight_between[cell]]
         clear = (between == FREE).all(axis=1)
-        self.utility[:] = 0
-        self.utility[: self.n_nodes] = np.bincount(node[clear], minlength=self.n_nodes)
+        return np.bincount(node[clear], minlength=len(origin))
 
     def _step_neighbors(self) -> np.ndarray:
         """[n_nodes, steps] the node one lattice step away in each direction, -1 where no edge."""
         lattice = self.lattice_of_node[: self.n_nodes]
-        return np.where(self.edge_valid[lattice], self.node_of_lattice[self.lattice_neighbor[lattice]], -1)
+        return np.where(self.edge_valid[lattice], self.node_of_lattice[self.geometry.lattice_neighbor[lattice]], -1)
 
     def neighbors(self) -> np.ndarray:
         """[n_max, K] int64 neighbour table: slot 0 = self, -1 = no edge / padding node."""
         table = np.full((self.n_max, self.k), -1, dtype=np.int64)
         n = self.n_nodes
         table[:n, 0] = np.arange(n)
-        table[:n, 1 : 1 + self.segment.shape[0]] = self._step_neighbors()
+        table[:n, 1 : 1 + self.edge_valid.shape[1]] = self._step_neighbors()
         return table
 
     def guidepost(self, source: int) -> list[int]:
@@ -171,7 +153,8 @@ class ViewpointGraph:
         """
         n = self.n_nodes
         targets = self._step_neighbors().tolist()
-        useful, lengths = (self.utility[:n] > 0).tolist(), self.step_length.tolist()
+        lengths = self._hop_lengths().tolist()
+        useful = (self.utility[:n] > 0).tolist()
         distance, parent = [float("inf")] * n, [-1] * n
         distance[source] = 0.0
         heap = [(0.0, source)]
@@ -185,9 +168,9 @@ class ViewpointGraph:
                     path.append(node)
                     node = parent[node]
                 return path[::-1]
-            for step, nxt in enumerate(targets[node]):
-                if nxt >= 0 and d + lengths[step] < distance[nxt]:
-                    distance[nxt], parent[nxt] = d + lengths[step], node
+            for nxt, length in zip(targets[node], lengths[node]):
+                if nxt >= 0 and d + length < distance[nxt]:
+                    distance[nxt], parent[nxt] = d + length, node
                     heapq.heappush(heap, (distance[nxt], nxt))
         return []
 
@@ -195,15 +178,130 @@ class ViewpointGraph:
         """[n_nodes, 2] (row, col) of every node."""
         return self.node_rc[: self.n_nodes]
 
-    def slot_length(self, slot: int) -> float:
-        """Length in cells of the hop taken through ``slot`` (0 for slot 0, staying put)."""
-        return 0.0 if slot == 0 else float(self.step_length[slot - 1])
+    def _hop_lengths(self) -> np.ndarray:
+        """[n_nodes, steps] travel in cells of each node's hop in each direction (where valid)."""
+        lengths = self.geometry.route_length[self.lattice_of_node[: self.n_nodes]].copy()
+        for point, step in self._rerouted():
+            lengths[self.node_of_lattice[point], step] = self.slot_length(self.node_of_lattice[point], step + 1)
+        return lengths
+
+    def _rerouted(self) -> list[tuple[int, int]]:
+        """(lattice point, step) of the valid hops that do not follow their lattice route alone."""
+        hops = list(self.entries)
+        for point in self.tails:
+            for step, other in enumerate(self.geometry.lattice_neighbor[point].tolist()):
+                hops += [(point, step), (other, opposite(step))] if self.edge_valid[point, step] else []
+        return hops
+
+    def slot_length(self, node: int, slot: int) -> float:
+        """Length in cells of the hop from ``node`` through ``slot`` (0 for slot 0, staying put),
+        as :func:`env.lattice.hop_length` measures its route."""
+        if slot == 0:
+            return 0.0
+        point, step = int(self.lattice_of_node[node]), slot - 1
+        if (point, step) in self.entries:
+            return self.entries[point, step][1]
+        if point in self.tails or int(self.geometry.neighbor[point, step]) in self.tails:
+            rows, cols = np.divmod(self.sweep_positions(node, slot), self.stride)
+            return hop_length(self.geometry.occupied, np.stack([rows, cols], axis=1) - self.pad)
+        return float(self.geometry.route_length[point, step])
 
     def sweep_positions(self, node: int, slot: int) -> np.ndarray:
         """Flat indices of the cells the robot's centre crosses on the hop from ``node`` via ``slot``.
 
-        One cell per unit step along the hop, both ends included, so a hop and its reverse
+        One cell per unit step along the hop's route, both ends included; a hop and its reverse
         sense from the same cells.
         """
-        origin = self.lattice_flat[self.lattice_of_node[node]]
-        return origin + self._sweep_offset[slot - 1]
+        point, step = int(self.lattice_of_node[node]), slot - 1
+        if (point, step) in self.entries:
+            return self.entries[point, step][0]
+        far = int(self.geometry.neighbor[point, step])
+        route = self.geometry.sweeps[point, step]
+        out, back = self.tails.get(point), self.tails.get(far)
+        parts = ([out[:-1]] if out is not None else []) + [route] + ([back[::-1][1:]] if back is not None else [])
+        return np.concatenate(parts) if len(parts) > 1 else route
+
+    def _open_approaches(self, belief: np.ndarray, frontier: np.ndarray) -> bool:
+        """When no node sees a frontier: add a node for each lattice neighbour of the graph that
+        has none, at the known-free cell nearest its lattice point among those that a known-free
+        path from the neighbouring node reaches inside the two lattice points' boxes, that lie
+        nearer the lattice point than that node and that see a frontier cell (so the new node has
+        utility). Returns whether any was added.
+
+        A narrow passage that no lattice route can yet be seen through (a door off the lattice,
+        behind a thick wall) is then entered step by step: the new node stands in or beyond it
+        and sees what is past. Its node joins its other neighbours through a *tail*, the path
+        from where it stands to its site (:mod:`env.lattice`), which counts towards their routes.
+        Only the belief decides where such a node goes; its tail is found in the true map and,
+        like every route, must be known free before an edge uses it.
+        """
+        geometry, p = self.geometry, self.pad
+        blocked = (belief.reshape(-1, self.stride) != FREE)[p : p + self.height, p : p + self.width]
+        # Every (node, lattice neighbour without a node) pair with a frontier cell within sight
+        # range of their two boxes, searched together.
+        nodes = np.arange(self.n_nodes)
+        points = self.lattice_of_node[nodes]
+        others = geometry.lattice_neighbor[points]  # [n, steps]
+        node, step = np.nonzero((others < geometry.n_lattice) & (self.node_of_lattice[others] < 0))
+        if not node.size:
+            return False
+        pairs = np.stack([points[node], others[node, step]], axis=1)
+        low, high = geometry.box_pairs(pairs)
+        seen = np.stack(np.divmod(np.flatnonzero(frontier), self.stride), axis=1) - p  # [F, 2]
+        near = ((seen[None] >= low[:, None] - self.utility_range) & (seen[None] <= high[:, None] + self.utility_range)).all(axis=2).any(axis=1)
+        node, step, pairs, low, high = node[near], step[near], pairs[near], low[near], high[near]
+        if not node.size:
+            return False
+        field = PathField(blocked, self.node_rc[node], low, high)
+        added = []
+        for i, (point, other) in enumerate(pairs.tolist()):
+            if self.node_of_lattice[other] >= 0:  # given a node by an earlier pair of this pass
+                continue
+            here, goal = tuple(self.node_rc[node[i]].tolist()), geometry.lattice_rc[other].tolist()
+            gap = lambda c: (c[0] - goal[0]) ** 2 + (c[1] - goal[1]) ** 2  # noqa: E731
+            cells = [c for c in field.reached(i) if gap(c) < gap(here)]
+            sees = self._utility_at(self._flat(np.array(cells, dtype=np.int64).reshape(-1, 2)), belief, frontier)
+            useful = [c for c, u in zip(cells, sees) if u]
+            if useful:
+                cell = min(useful, key=lambda c: (gap(c), c))
+                self._add_approach(point, int(step[i]), other, cell, field.route(i, cell))
+                added.append(other)
+        if added:
+            self._grow(belief, np.array(added))
+        return bool(added)
+
+    def _flat(self, rc) -> np.ndarray:
+        """Flat padded indices of (row, col) map cells ([..., 2])."""
+        rc = np.asarray(rc)
+        return (rc[..., 0] + self.pad) * self.stride + rc[..., 1] + self.pad
+
+    def _add_approach(self, point: int, step: int, other: int, cell: tuple[int, int], route) -> None:
+        """Node for lattice point ``other`` at ``cell``, joined to ``point`` along ``route``."""
+        geometry, flat = self.geometry, self._flat
+        self._add(np.array([other]))
+        self.node_rc[self.node_of_lattice[other]] = cell
+        self.position_flat[other] = flat(cell)
+        centre = route[1]
+        length = hop_length(geometry.occupied, centre)
+        sweep = flat(centre)
+        back = opposite(step)
+        self.entries[point, step], self.entries[other, back] = (sweep, length), (sweep[::-1].copy(), length)
+        for end, direction in ((point, step), (other, back)):
+            self.edge_valid[end, direction], self.edge_undecided[end, direction] = True, False
+        site = tuple(geometry.site_rc[other].tolist())
+        tail = None
+        if geometry.has_site[other]:
+            region = geometry.box_pairs(np.array([[point, other]]))
+            tail = PathField(geometry.occupied, np.array([cell]), *region).route(0, site)
+        if tail is None:  # no way on from here: this node only looks
+            self.edge_undecided[other] = False
+            return
+        check, centre, _ = tail
+        check = flat(check)
+        if len(check) > self.tail_check.shape[1]:
+            self.tail_check = np.concatenate(
+                [self.tail_check, np.repeat(self.tail_check[:, -1:], len(check) - self.tail_check.shape[1], axis=1)], axis=1)
+        self.tail_check[other] = check[0]
+        self.tail_check[other, : len(check)] = check
+        self.tails[other] = flat(centre)
+

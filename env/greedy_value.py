@@ -33,7 +33,7 @@ GREEDY_VALUE = "greedy_value"
 
 def play_greedy(world: GridExploreEnv, obs: dict, max_moves: int) -> tuple[list[int], list[float], bool]:
     """Play greedy in ``world`` (mutating it), whose observation is ``obs``, until the episode
-    terminates (exploration complete) or ``max_moves`` moves.
+    terminates (exploration complete), ends stuck (see the env's Termination) or ``max_moves`` moves.
 
     The episode's own step limit is ignored: the moves are counted from here. Returns greedy's
     actions, their rewards, and whether the episode terminated. Even a map the robot has already
@@ -42,7 +42,7 @@ def play_greedy(world: GridExploreEnv, obs: dict, max_moves: int) -> tuple[list[
     actions: list[int] = []
     rewards: list[float] = []
     terminated = False
-    while not terminated and len(actions) < max_moves:
+    while not world.episode_over and len(actions) < max_moves:
         action = greedy(obs, world)
         obs, reward, terminated, *_ = world.step(action)
         actions.append(action)
@@ -75,7 +75,7 @@ class GreedyValue(gym.Wrapper):
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         on_plan = self._actions and self._actions[0] == int(action) and self._rewards[0] == reward
-        if terminated:  # nothing follows the end of exploration
+        if terminated or info["stuck"]:  # nothing follows the end of exploration
             self._actions, self._rewards = [], []
         elif on_plan:  # the robot made greedy's move: the rest of the plan still holds
             del self._actions[0], self._rewards[0]

@@ -12,12 +12,18 @@ from env.config import MIXED, GridExploreConfig
 from env.frontiers import frontier_mask
 from env.geometry import reachable_mask
 from env.graph import ViewpointGraph
-from env.map_io import load_occupancy, map_from_occupancy
+from env.lattice import build_lattice, n_steps_for
+from env.map_collection import map_collection
+from env.map_io import start_on
 from env.maps import MAP_FAMILIES, GridMap, generate
 from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES,
                              NODE_MASK, observation_space)
 from env.reward import step_reward
 from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
+
+
+EXPLORED_COVERAGE = 0.99
+"""The fraction of the reachable free cells that must be known for an episode to terminate."""
 
 
 class GridExploreEnv(gym.Env):
@@ -27,9 +33,12 @@ class GridExploreEnv(gym.Env):
         A robot starts somewhere in a map it has never seen. Its belief map (unknown / free /
         occupied) is filled in by a 360-degree line-of-sight sensor of ``sensor_range`` cells,
         which senses from every cell the robot's centre crosses. The robot moves on a viewpoint
-        graph: lattice nodes every ``node_spacing`` cells over known free space, joined to their
-        lattice neighbours by straight edges over known-free cells (see :mod:`env.graph`). Maps
-        come from seeded generators (rooms, caves, maze, obstacles, or a mix) or from your file.
+        graph: a node per lattice point every ``node_spacing`` cells over known free space,
+        joined to its lattice neighbours by routes over known-free cells (see :mod:`env.graph`). Maps
+        come from seeded generators (rooms, caves, maze, obstacles, or a mix), from your file
+        (``map_file``) or from a collection of them (``map_dir``, one map drawn per episode from
+        its seed, or ``reset(options={"map_index": i})``); ``info["map_file"]`` names the
+        episode's file (None for a procedural map). See :mod:`env.map_collection`.
 
     Action Space:
         ``Discrete(k)``: a slot of the robot's node; the robot travels the straight edge to
@@ -49,10 +58,14 @@ class GridExploreEnv(gym.Env):
         spacing), plus a bonus on completion, minus a penalty for a masked action.
 
     Termination:
-        ``terminated`` once no node has utility, i.e. no frontier is left that any reachable
-        viewpoint can see; ``truncated`` after ``max_steps`` steps. ``info`` holds ``coverage``
-        (fraction of the free cells reachable from the start that are known), ``travel_distance``
-        (cells travelled so far), ``invalid_action``, ``new_cells``, ``n_nodes``, ``map_family``.
+        ``terminated`` once no node has utility (no frontier is left that any viewpoint of the
+        graph can see) and at least ``EXPLORED_COVERAGE`` (0.99) of the free cells 4-connected to
+        the start are known: the only ending that counts as a success. Out of utility short of
+        that, the episode ends ``truncated`` with ``info["stuck"]`` True (the graph could not
+        reach the rest); ``truncated`` also after ``max_steps`` steps. ``info`` holds
+        ``coverage`` (fraction of the free cells reachable from the start that are known),
+        ``travel_distance`` (cells travelled so far), ``stuck``, ``invalid_action``,
+        ``new_cells``, ``n_nodes``, ``map_family``.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
@@ -62,9 +75,9 @@ class GridExploreEnv(gym.Env):
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(f"render_mode={render_mode!r}; allowed: None, 'rgb_array'")
         self.render_mode = render_mode
-        self._file_map = None if cfg.map_file is None else load_occupancy(cfg.map_file, cfg.map_downsample)
-        self.height, self.width = ((cfg.map_size, cfg.map_size) if self._file_map is None
-                                   else self._file_map.shape)
+        self.map_collection = map_collection(cfg)  # None for procedural maps; headers only for a map_dir
+        self.height, self.width = ((cfg.map_size, cfg.map_size) if self.map_collection is None
+                                   else self.map_collection.shape)
         capacity = cfg.lattice_capacity(self.height, self.width)
         if cfg.n_max is not None and cfg.n_max < capacity:
             raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
@@ -83,7 +96,7 @@ class GridExploreEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         cfg = self.config
-        self.grid_map, self.map_family = self._draw_map()
+        self.grid_map, self.map_family, self.map_file = self._draw_map((options or {}).get("map_index"))
         occupied = np.pad(self.grid_map.occupied, self.pad, constant_values=True)
         self._occupied = occupied.ravel()
         self._truth = np.where(self._occupied, OCCUPIED, FREE).astype(np.int8)
@@ -91,11 +104,14 @@ class GridExploreEnv(gym.Env):
         self.belief = np.full(occupied.shape, OCCUPIED, dtype=np.int8)
         self.belief[self.pad : -self.pad, self.pad : -self.pad] = UNKNOWN
         start = self.grid_map.start
-        self.reachable_free = int(reachable_mask(self.grid_map.occupied, start).sum())
-        self.graph = ViewpointGraph(height=self.height, width=self.width, pad=self.pad, start=start,
+        reachable = reachable_mask(self.grid_map.occupied, start)
+        self.reachable_free = int(reachable.sum())
+        self._reachable = np.pad(reachable, self.pad).ravel()  # what coverage counts
+        lattice = build_lattice(self.grid_map.occupied, start, cfg.node_spacing, n_steps_for(cfg.k), self.pad)
+        self.graph = ViewpointGraph(lattice, height=self.height, width=self.width, stride=self.stride,
                                     spacing=cfg.node_spacing, k=cfg.k, n_max=self.n_max,
                                     utility_range=self.utility_range)
-        self._sweeps: dict[tuple[int, int], np.ndarray] = {}
+        self._sweeps: dict[bytes, np.ndarray] = {}
         self.robot_node = 0
         self.graph.visited[0] = True
         self.path = [start]
@@ -103,6 +119,8 @@ class GridExploreEnv(gym.Env):
         self.steps = 0
         self.episode_over = False  # set at termination or truncation; step() then needs a reset()
         self.time_limit_ends_episode = True  # False in lookahead copies, which may play on past it
+        self.required_coverage = EXPLORED_COVERAGE
+        self.stuck = False
         self.known_free = 0
         start_flat = np.array([(start[0] + self.pad) * self.stride + start[1] + self.pad])
         new_cells = self._reveal(self._sensor.observe(self._occupied, start_flat))
@@ -118,9 +136,10 @@ class GridExploreEnv(gym.Env):
         looked at: its travel is the cost of clearing the frontiers the robot knows of. Its
         ``coverage`` keeps counting the true map's free cells and is meaningless.
         """
-        world = copy.deepcopy(self)
+        world = copy.deepcopy(self, memo={id(self.graph.geometry): self.graph.geometry})  # fixed per map
         world.time_limit_ends_episode = False  # a lookahead plays to completion,
-        world.episode_over = self.episode_over and self._complete  # also from a state the time limit ended
+        world.episode_over = self.episode_over and self._exhausted  # also from a state the time limit ended
+        world.required_coverage = 0.0  # its coverage counts the true map's cells: ends when exhausted
         occupied = world.belief != FREE  # [H+2p, W+2p]: known walls, the padding, and the unknown
         world._occupied = occupied.ravel()
         world._truth = np.where(world._occupied, OCCUPIED, FREE).astype(np.int8)
@@ -136,20 +155,28 @@ class GridExploreEnv(gym.Env):
         world only, so either env may fill the cache for both); belief, graph and robot are copied.
         The copy holds the true map, so a planner that uses it knows what the robot does not.
         """
-        static = (self.grid_map, self._occupied, self._truth, self._sweeps, self._sensor, self.config)
-        twin = copy.deepcopy(self, memo={id(part): part for part in static})
+        static = (self.grid_map, self._occupied, self._truth, self._sweeps, self._sensor, self.config,
+                  self.graph.geometry, self._reachable)
+        memo = {id(part): part for part in static}
+        memo[id(self.path)] = list(self.path)  # of immutable (row, col) tuples: a shallow copy will do
+        twin = copy.deepcopy(self, memo=memo)
         twin.time_limit_ends_episode = False  # a lookahead plays to completion (W(s) of a cut-off state),
-        twin.episode_over = self.episode_over and self._complete  # also from a state the time limit ended
+        twin.episode_over = self.episode_over and self._exhausted  # also from a state the time limit ended
         return twin
 
-    def _draw_map(self) -> tuple[GridMap, str]:
-        cfg, rng = self.config, self.np_random
-        if self._file_map is not None:
-            return map_from_occupancy(self._file_map, rng), "file"
+    def _draw_map(self, map_index: int | None) -> tuple[GridMap, str, str | None]:
+        """The episode's map, its family and its file's name (None for a procedural map)."""
+        cfg, rng, maps = self.config, self.np_random, self.map_collection
+        if maps is not None:
+            index = maps.pick(rng, map_index)
+            return start_on(maps.load(index), cfg.start, rng, str(maps.paths[index])), "file", maps.names[index]
+        if map_index is not None:
+            raise ValueError(f"options['map_index']={map_index!r} needs map_file or map_dir; procedural maps "
+                             f"are drawn from the seed")
         family = cfg.map_family
         if family == MIXED:
             family = MAP_FAMILIES[int(rng.integers(len(MAP_FAMILIES)))]
-        return generate(family, cfg.map_size, cfg.map_size, rng, cfg.node_spacing), family
+        return generate(family, cfg.map_size, cfg.map_size, rng, cfg.node_spacing), family, None
 
     def step(self, action):
         cfg = self.config
@@ -166,32 +193,34 @@ class GridExploreEnv(gym.Env):
             valid = np.flatnonzero(action_mask).tolist()
             raise ValueError(f"action slot {slot} is masked at node {self.robot_node}; valid slots: {valid}")
         if not invalid and slot != 0:
-            ends = sorted(int(self.graph.lattice_of_node[n]) for n in (self.robot_node, target))
-            key = (ends[0], ends[1])
+            positions = self.graph.sweep_positions(self.robot_node, slot)
+            # The world is static, so what a route sees (either way) is fixed: sensed once per
+            # episode, keyed by the route itself (approach nodes reroute hops per episode).
+            key = (positions if positions[0] <= positions[-1] else positions[::-1]).tobytes()
             sweep = self._sweeps.get(key)
             if sweep is None:
-                # The world is static, so what a hop sees (either way) is fixed: once per episode.
-                positions = self.graph.sweep_positions(self.robot_node, slot)
                 sweep = self._sweeps[key] = self._sensor.observe(self._occupied, positions)
             new_cells = self._reveal(sweep)
-            distance = self.graph.slot_length(slot)
+            distance = self.graph.slot_length(self.robot_node, slot)
             self.robot_node = target
             self.graph.visited[target] = True
-            self.path.append(tuple(self.graph.node_rc[target].tolist()))
+            self.path += self.route_cells(positions)[1:]
             self.travel_distance += distance
             if new_cells:
                 self._refresh()
         self.steps += 1
-        terminated = self._complete
-        truncated = not terminated and self.steps >= cfg.max_steps
-        self.episode_over = terminated or (truncated and self.time_limit_ends_episode)
+        explored = self.known_free >= self.required_coverage * self.reachable_free
+        terminated = self._exhausted and explored
+        self.stuck = self._exhausted and not explored
+        truncated = not terminated and (self.stuck or self.steps >= cfg.max_steps)
+        self.episode_over = terminated or self.stuck or (truncated and self.time_limit_ends_episode)
         reward = step_reward(new_cells, distance, terminated, invalid,
                              sensor_range=cfg.sensor_range, node_spacing=cfg.node_spacing)
         return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)
 
     def _reveal(self, observed: np.ndarray) -> int:
         new = reveal(self.belief.ravel(), self._truth, observed)  # ravel: a view, written through
-        self.known_free += int(np.count_nonzero(self._truth[new] == FREE))
+        self.known_free += int(np.count_nonzero(self._reachable[new]))
         return int(new.size)
 
     def _refresh(self) -> None:
@@ -206,7 +235,7 @@ class GridExploreEnv(gym.Env):
         self._utility_feature = np.minimum(graph.utility[:n] / self._utility_norm, 1.0)
         self._node_mask = np.zeros(self.n_max, dtype=np.int8)
         self._node_mask[:n] = 1
-        self._complete = not graph.utility.any()
+        self._exhausted = not graph.utility.any()  # no node sees a frontier: nothing left to do
         self._guideposts: dict[int, list[int]] = {}  # per robot node, until the graph next changes
 
     # ----------------------------------------------------------------------------- outputs
@@ -234,6 +263,12 @@ class GridExploreEnv(gym.Env):
             path = self._guideposts[self.robot_node] = self.graph.guidepost(self.robot_node)
         return path
 
+    def route_cells(self, positions: np.ndarray) -> list[tuple[int, int]]:
+        """(row, col) map cells of flat padded ``positions``, e.g. a hop's
+        :meth:`~env.graph.ViewpointGraph.sweep_positions`."""
+        rows, cols = np.divmod(positions, self.stride)
+        return list(zip((rows - self.pad).tolist(), (cols - self.pad).tolist()))
+
     def _action_mask(self) -> np.ndarray:
         """1 for each slot the robot may take: an existing edge, and slot 0 (stay) only when
         ``allow_stay`` or when the node has no other edge."""
@@ -250,6 +285,8 @@ class GridExploreEnv(gym.Env):
             "new_cells": new_cells,
             "n_nodes": self.graph.n_nodes,
             "map_family": self.map_family,
+            "map_file": self.map_file,
+            "stuck": self.stuck,
         }
 
     def render(self):

@@ -1,11 +1,14 @@
 """Loading a user's own map from an image or a ``.npy`` file: dark (or nonzero in .npy) = obstacle.
 
-Maps like the reference code's dungeon PNGs (white floor, black walls) load as they are; pass
+Maps like the reference code's dungeon PNGs (light floor, dark walls) load as they are; pass
 ``downsample`` to shrink a large picture, where a block becomes an obstacle if any of its pixels
-is one (so thin walls survive).
+is one (so thin walls survive). An image may also mark the robot's start (:func:`load_map`).
 """
 from __future__ import annotations
 
+import math
+import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,54 +18,129 @@ from env.config import MAX_MAP_SIDE
 from env.maps import GridMap, largest_free_component, random_cell
 
 IMAGE_SUFFIXES = (".png", ".bmp", ".gif", ".jpg", ".jpeg", ".tif", ".tiff")
+MAP_SUFFIXES = (".npy", *IMAGE_SUFFIXES)
+"""The file types a map may have."""
 DARK_BELOW = 128
 """Grey level (0-255) under which an image pixel is an obstacle."""
+MARKER_LUMINANCE = 208
+"""The start marker's luminance, as the reference reads its PNGs (``skimage.io.imread(path,
+as_gray=True) * 255`` cast to int, equal to 208): the (255, 216, 0) yellow of its maps."""
+LUMINANCE_WEIGHTS = (2125, 7154, 721)
+"""skimage's ``rgb2gray`` weights (0.2125 R + 0.7154 G + 0.0721 B) in ten-thousandths, so the
+truncated luminance is computed exactly in integers."""
 
 
-def load_occupancy(path: str | Path, downsample: int = 1) -> np.ndarray:
-    """[H, W] bool obstacle map from ``path`` (an image or a 2-D ``.npy`` array)."""
+@dataclass(frozen=True)
+class LoadedMap:
+    """A decoded map file."""
+
+    occupied: np.ndarray
+    """[H, W] bool, True for an obstacle (after downsampling)."""
+    marker: tuple[float, float] | None
+    """The centroid of the start marker in cell units (row, col; cell (i, j) spans [i, i+1) x
+    [j, j+1)), or None when the map has no marker (always for ``.npy``)."""
+
+
+def map_shape(path: str | Path, downsample: int = 1) -> tuple[int, int]:
+    """The (H, W) in cells ``path`` loads to, read from its header only (nothing is decoded)."""
+    path = Path(path)
+    if path.suffix.lower() not in MAP_SUFFIXES:
+        raise ValueError(f"{path}: unsupported map file type {path.suffix.lower()!r}; "
+                         f"allowed: {', '.join(MAP_SUFFIXES)}")
+    if not path.is_file():
+        raise ValueError(f"map file {str(path)!r} does not exist")
+    if path.suffix.lower() == ".npy":
+        try:
+            shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
+        except (ValueError, OSError) as error:
+            raise ValueError(f"{path}: not a readable .npy array ({error})") from None
+        if len(shape) != 2:
+            raise ValueError(f"{path}: a .npy map must be 2-D, got shape {shape}")
+    else:
+        try:
+            with Image.open(path) as image:
+                width, height = image.size
+        except (OSError, Image.DecompressionBombError) as error:  # UnidentifiedImageError is an OSError
+            raise ValueError(f"{path}: not a readable image ({error})") from None
+        shape = (height, width)
+    cells = (shape[0] // downsample, shape[1] // downsample)
+    if min(cells) < 3:
+        raise ValueError(f"{path}: map of shape {cells} (map_downsample={downsample}) is too small (need >= 3x3)")
+    if max(cells) > MAX_MAP_SIDE:
+        raise ValueError(f"{path}: map of shape {cells} is larger than {MAX_MAP_SIDE} cells a side; shrink it "
+                         f"with map_downsample={-(-max(shape) // MAX_MAP_SIDE)} or more")
+    return cells
+
+
+def load_map(path: str | Path, downsample: int = 1) -> LoadedMap:
+    """Decode ``path`` (an image or a 2-D ``.npy`` array); ``ValueError`` naming the file when it
+    cannot be read, is too small or too large, or has no free cell.
+
+    The start marker of an image is read from its RGB channels (alpha ignored) as the reference
+    reads its PNGs: the pixels whose luminance ``0.2125 R + 0.7154 G + 0.0721 B`` (0-255),
+    truncated to an integer, is :data:`MARKER_LUMINANCE` (208), e.g. (255, 216, 0) yellow, or
+    grey 208 in a greyscale image. Such pixels are light, so always free space. The marker is
+    their centroid, pixel centres at +0.5, divided by ``downsample``.
+    """
     path = Path(path)
     if downsample < 1:
         raise ValueError(f"downsample must be >= 1, got {downsample}")
-    if not path.is_file():
-        raise ValueError(f"map file {str(path)!r} does not exist")
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
+    map_shape(path, downsample)  # a missing file, another type, a size out of bounds: refused before decoding
+    marker = None
+    if path.suffix.lower() == ".npy":
         try:
-            array = np.load(path, allow_pickle=False)
+            occupied = np.load(path, allow_pickle=False).astype(bool)
         except (ValueError, OSError) as error:
             raise ValueError(f"{path}: not a readable .npy array ({error})") from None
-        if array.ndim != 2:
-            raise ValueError(f"{path}: a .npy map must be 2-D, got shape {array.shape}")
-        occupied = array.astype(bool)
-    elif suffix in IMAGE_SUFFIXES:
+    else:
         try:
             with Image.open(path) as image:
                 occupied = np.asarray(image.convert("L")) < DARK_BELOW
-        except (OSError, Image.DecompressionBombError) as error:  # UnidentifiedImageError is an OSError
+                rgb = np.asarray(image.convert("RGB"), dtype=np.int64)
+        except (OSError, Image.DecompressionBombError) as error:
             raise ValueError(f"{path}: not a readable image ({error})") from None
-    else:
-        raise ValueError(f"{path}: unsupported map file type {suffix!r}; "
-                         f"allowed: .npy, {', '.join(IMAGE_SUFFIXES)}")
+        rows, cols = np.nonzero(rgb @ np.array(LUMINANCE_WEIGHTS) // 10_000 == MARKER_LUMINANCE)
+        if rows.size:
+            marker = ((rows.mean() + 0.5) / downsample, (cols.mean() + 0.5) / downsample)
     if downsample > 1:
         height, width = (s // downsample * downsample for s in occupied.shape)
         blocks = occupied[:height, :width].reshape(height // downsample, downsample,
                                                    width // downsample, downsample)
         occupied = blocks.any(axis=(1, 3))
-    if min(occupied.shape) < 3:
-        raise ValueError(f"{path}: map of shape {occupied.shape} is too small (need >= 3x3)")
-    if max(occupied.shape) > MAX_MAP_SIDE:
-        raise ValueError(f"{path}: map of shape {occupied.shape} is larger than {MAX_MAP_SIDE} cells a side; "
-                         f"shrink it with map_downsample={-(-max(occupied.shape) // MAX_MAP_SIDE)} or more")
     if occupied.all():
         raise ValueError(f"{path}: the map has no free cell (dark pixels, or nonzero .npy values, are obstacles)")
-    return occupied
+    return LoadedMap(occupied, marker)
 
 
-def map_from_occupancy(occupied: np.ndarray, rng: np.random.Generator) -> GridMap:
-    """A :class:`GridMap` over a loaded grid, starting at a random cell of its largest free area.
+def nearest_free_cell(occupied: np.ndarray, point: tuple[float, float]) -> tuple[int, int]:
+    """The cell holding ``point`` (cell units) when it is free, else the free cell whose centre is
+    nearest to it (the first in row-major order on a tie)."""
+    row, col = math.floor(point[0]), math.floor(point[1])
+    if 0 <= row < occupied.shape[0] and 0 <= col < occupied.shape[1] and not occupied[row, col]:
+        return row, col
+    cells = np.argwhere(~occupied)
+    best = cells[np.argmin(((cells + 0.5 - np.asarray(point)) ** 2).sum(axis=1))]
+    return int(best[0]), int(best[1])
+
+
+_WARNED_NO_MARKER: set[str] = set()
+
+
+def start_on(loaded: LoadedMap, start: str, rng: np.random.Generator, name: str) -> GridMap:
+    """A :class:`GridMap` over ``loaded``, its start chosen by the ``start`` rule
+    (``env.config.START_RULES``): ``marker`` where the map has one, else a random cell of the
+    largest free area (warning once per file and process when a marker was asked for).
 
     The grid is used as it is: free cells not connected to the start stay free and are simply
     not counted towards coverage, and the env treats everything outside the grid as wall.
     """
+    occupied = loaded.occupied
+    if start == "marker":
+        if loaded.marker is not None:
+            return GridMap(occupied, nearest_free_cell(occupied, loaded.marker))
+        if name not in _WARNED_NO_MARKER:
+            _WARNED_NO_MARKER.add(name)
+            warnings.warn(f"{name}: start='marker' but the map has no start marker (pixels of luminance "
+                          f"{MARKER_LUMINANCE}, e.g. (255, 216, 0) yellow; .npy maps have none): "
+                          f"it starts at a random cell", stacklevel=2)
     return GridMap(occupied, random_cell(largest_free_component(occupied), rng))

@@ -58,9 +58,10 @@ def render_frame(env) -> np.ndarray:
     positions = graph.positions()
     neighbors = graph.neighbors()
     for node, row in enumerate(neighbors[: graph.n_nodes]):
-        for other in row[1:]:
-            if other > node:
-                draw.line([centre(positions[node]), centre(positions[other])], fill=COLORS["edge"], width=1)
+        for slot, other in enumerate(row[1:], start=1):
+            if other > node:  # along its route: straight, or bent through a door
+                route = env.route_cells(graph.sweep_positions(node, slot))
+                draw.line([centre(rc) for rc in route], fill=COLORS["edge"], width=1)
     if len(env.path) > 1:
         draw.line([centre(rc) for rc in env.path], fill=COLORS["path"], width=2)
     guidepost = [env.robot_node, *env.guidepost()]

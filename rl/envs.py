@@ -17,12 +17,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from tqdm import tqdm
 
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import ConfigError, EnvConfig
 from env.greedy_value import GreedyValue
 from rl.episodes import EpisodeProgress
 from rl.seeding import train_episode_seed
+
+MAPS_WITHOUT_PROGRESS_BAR = 50
+"""A map collection up to this size is checked without a progress bar (it takes a moment)."""
 
 
 class SeededEpisodes(gym.Wrapper):
@@ -56,12 +60,25 @@ def make_env(config: EnvConfig, render_mode: str | None = None) -> gym.Env:
     return gym.make(config.id, render_mode=render_mode, **config.kwargs)
 
 
-def check_env_config(config: EnvConfig) -> None:
+def check_env_config(config: EnvConfig, all_maps: bool = True) -> None:
     """Build one env and close it, so that a bad id or keyword fails now, as a ``ConfigError``
-    naming it, rather than later in a worker or mid-evaluation."""
+    naming it, rather than later in a worker or mid-evaluation.
+
+    With ``all_maps`` (the CLIs' check before any episode) every map of a ``map_dir`` collection
+    is decoded too, once per process (a progress bar past 50 maps), so a bad file fails now,
+    named; building the env alone reads only the maps' headers.
+    """
     try:
         gym.spec(config.id)
-        make_env(config).close()
+        env = make_env(config)
+        try:
+            maps = getattr(env.unwrapped, "map_collection", None)
+            if all_maps and maps is not None and not maps.checked:
+                for _ in tqdm(maps.check_each(), total=len(maps), unit="map", desc="checking maps",
+                              disable=len(maps) <= MAPS_WITHOUT_PROGRESS_BAR):
+                    pass
+        finally:
+            env.close()
     except (gym.error.Error, ValueError, TypeError) as error:
         raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
 
@@ -74,9 +91,11 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
     (``env.greedy_value.GreedyValue``).
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
-    returns the next episode's first observation at once, so no rollout step is wasted.
+    returns the next episode's first observation at once, so no rollout step is wasted. Every map
+    of a ``map_dir`` was checked before (``Trainer.create`` / ``resume``): Ray workers build
+    their envs from the headers alone.
     """
-    check_env_config(config)
+    check_env_config(config, all_maps=False)
 
     def make_one(index: int):
         def make() -> gym.Env:

@@ -38,6 +38,9 @@ class EpisodeResult:
     episodic_return: float
     map_family: str = ""
     """The map's family (``rooms``, ``caves``, ...; ``file`` for your own map), for per-family breakdowns."""
+    map_file: str | None = None
+    """The map's file (its name in a ``map_dir``), None for a procedural map (and in reports
+    written before map files were recorded)."""
 
 
 def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
@@ -81,9 +84,10 @@ def argmax_actor(policy: PolicyNet) -> Actor:
     return act
 
 
-def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tuple[EpisodeResult, list[np.ndarray]]:
-    """One episode from ``env.reset(seed=seed)``; with ``record`` also its rendered frames."""
-    obs, info = env.reset(seed=seed)
+def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False, options: dict | None = None
+                ) -> tuple[EpisodeResult, list[np.ndarray]]:
+    """One episode from ``env.reset(seed=seed, options=options)``; with ``record`` also its rendered frames."""
+    obs, info = env.reset(seed=seed, options=options)
     frames = [env.render()] if record else []
     total, steps = 0.0, 0
     while True:
@@ -94,7 +98,7 @@ def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False) -> tu
             frames.append(env.render())
         if terminated or truncated:
             result = EpisodeResult(bool(terminated), float(info["coverage"]), steps, float(info["travel_distance"]), total,
-                                   str(info["map_family"]))
+                                   str(info["map_family"]), info["map_file"])
             return result, frames
 
 
@@ -102,12 +106,16 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
                     gif: Path | None = None, progress: bool = True, first_episode: int = 0
                     ) -> dict[str, list[EpisodeResult]]:
     """Every actor on the same ``episodes`` held-out maps (odd seeds, never seen in training):
-    held-out episodes ``first_episode .. first_episode + episodes - 1`` of ``seed``.
+    held-out episodes ``first_episode .. first_episode + episodes - 1`` of ``seed``. With a
+    ``map_dir``, episode i plays map i of the collection's order (``map_dir_size`` maps).
 
     With ``gif``, the first actor's first episode is saved there.
     """
     env = make_env(env_config, render_mode="rgb_array" if gif else None)
-    seeds = [eval_episode_seed(seed, i) for i in range(first_episode, first_episode + episodes)]
+    indices = range(first_episode, first_episode + episodes)
+    seeds = [eval_episode_seed(seed, i) for i in indices]
+    per_map = env_config.kwargs.get("map_dir") is not None
+    options = [{"map_index": i} if per_map else None for i in indices]
     results: dict[str, list[EpisodeResult]] = {}
     first = next(iter(actors))
     with tqdm(total=len(actors) * episodes, unit="episode", desc="evaluating", disable=not progress) as bar:
@@ -115,13 +123,24 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
             results[name] = []
             for i, episode_seed in enumerate(seeds):
                 record = gif is not None and name == first and i == 0
-                result, frames = run_episode(env, act, episode_seed, record=record)
+                result, frames = run_episode(env, act, episode_seed, record=record, options=options[i])
                 results[name].append(result)
                 if record:
                     save_gif(frames, gif)
                 bar.update(1)
     env.close()
     return results
+
+
+def map_dir_size(env_config: EnvConfig) -> int | None:
+    """How many maps the env's ``map_dir`` holds (None without one): evaluation plays each once."""
+    if env_config.kwargs.get("map_dir") is None:
+        return None
+    env = make_env(env_config)
+    try:
+        return len(env.unwrapped.map_collection)
+    finally:
+        env.close()
 
 
 def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]]:

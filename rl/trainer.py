@@ -106,6 +106,8 @@ class Trainer:
         lock = RunLock(run_dir).acquire() if run_dir.is_dir() else None
         try:
             path, state, skipped = load_latest_readable(run_dir)
+            config = load_config(run_dir / "config.yaml")
+            check_env_config(config.env)  # e.g. a map_dir whose files changed since: refused now, named
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -114,8 +116,7 @@ class Trainer:
             print(f"warning: {reason}; skipped", file=sys.stderr)
         if skipped:
             print(f"resuming from {path}", file=sys.stderr)
-        return cls(load_config(run_dir / "config.yaml"), run_dir, state=state, paint_attention=paint_attention,
-                   state_path=path, lock=lock)
+        return cls(config, run_dir, state=state, paint_attention=paint_attention, state_path=path, lock=lock)
 
     # ------------------------------------------------------------------ the loop
     def train(self, max_updates: int | None = None, progress: bool = True) -> str | None:

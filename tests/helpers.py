@@ -14,8 +14,10 @@ from bench.synthetic import random_graph
 from config import load_config
 from env.baselines import greedy
 from env.frontiers import frontier_mask
+from env.geometry import line_cells
 from env.graph import ViewpointGraph
-from env.observation import N_NODE_FEATURES
+from env.lattice import build_lattice, n_steps_for
+from env.observation import N_NODE_FEATURES, NEIGHBORS
 from env.sensing import FREE, OCCUPIED
 
 HEAD_COUNTS = [1, 2, 4, 8]
@@ -33,12 +35,48 @@ def smoke_config(run_dir, *overrides):
 
 
 def viewpoint_graph(belief: np.ndarray, start=(5, 5), spacing=4, k=9, n_max=50, utility_range=4) -> ViewpointGraph:
-    """A graph over the unpadded ``belief`` (walls outside), updated once."""
+    """A graph over the unpadded ``belief`` (walls outside), updated once; its true map has
+    walls where the belief knows them, so routes may run through the belief's unknown cells."""
     padded = np.pad(belief, GRAPH_PAD, constant_values=OCCUPIED)
-    graph = ViewpointGraph(height=belief.shape[0], width=belief.shape[1], pad=GRAPH_PAD, start=start,
-                           spacing=spacing, k=k, n_max=n_max, utility_range=utility_range)
+    lattice = build_lattice(belief == OCCUPIED, start, spacing, n_steps_for(k), GRAPH_PAD)
+    graph = ViewpointGraph(lattice, height=belief.shape[0], width=belief.shape[1],
+                           stride=belief.shape[1] + 2 * GRAPH_PAD, spacing=spacing, k=k, n_max=n_max,
+                           utility_range=utility_range)
     graph.update(padded.ravel(), frontier_mask(padded).ravel())
     return graph
+
+
+def hop_length_by_hand(env, node: int, slot: int) -> float:
+    """The travel of the hop from ``node`` through ``slot``, from its route's cells alone: the
+    straight distance between its ends when the route is their segment (its cells are the
+    segment's centre cells, from either end, and it covers no wall), else the sum of its unit and diagonal steps."""
+    cells = np.array(env.route_cells(env.graph.sweep_positions(node, slot)))
+    start, end = cells[0], cells[-1]
+    covered = start + line_cells(*(end - start).tolist())
+    def centre_line(a, b):  # one cell per unit step along the longer axis, halves away from a
+        n = np.abs(b - a).max()
+        return a + np.array([[int(np.floor(t * d / n + 0.5)) if d >= 0 else -int(np.floor(-t * d / n + 0.5))
+                              for d in b - a] for t in range(n + 1)])
+
+    on_line = np.array_equal(centre_line(start, end), cells) or np.array_equal(centre_line(end, start)[::-1], cells)
+    if not env.grid_map.occupied[covered[:, 0], covered[:, 1]].any() and on_line:
+        return float(np.hypot(*(end - start)))
+    return float(np.hypot(*np.diff(cells, axis=0).T).sum())
+
+
+def all_pairs_hop_distances(obs: dict, env) -> np.ndarray:
+    """Floyd-Warshall over the observation's neighbour table, hops measured by
+    :func:`hop_length_by_hand`: [n, n] shortest travel in cells (inf where unreachable)."""
+    n = env.graph.n_nodes
+    dist = np.full((n, n), np.inf)
+    np.fill_diagonal(dist, 0.0)
+    for node in range(n):
+        for slot, other in enumerate(obs[NEIGHBORS][node]):
+            if slot and other >= 0:
+                dist[node, other] = hop_length_by_hand(env, node, slot)
+    for via in range(n):
+        dist = np.minimum(dist, dist[:, via : via + 1] + dist[via : via + 1, :])
+    return dist
 
 
 def walled_room(size=11) -> np.ndarray:
@@ -55,7 +93,7 @@ def greedy_return_by_hand(env, obs, terminated=False) -> float:
     for _ in range(0 if terminated else world.config.max_steps):
         obs, reward, terminated, *_ = world.step(greedy(obs, world))
         total += reward
-        if terminated:
+        if world.episode_over:  # terminated, or stuck (the env's Termination)
             break
     return total
 

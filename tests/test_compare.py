@@ -131,3 +131,19 @@ def test_settings_that_do_not_shape_the_maps_do_not_block_a_comparison_and_bad_f
         with pytest.raises(SystemExit):
             compare.main(argv)
         assert re.search(message, capsys.readouterr().err), message
+
+
+def test_reports_over_a_map_folder_must_name_the_same_map_files(tmp_path, capsys):
+    def on_files(names: list[str]) -> list[dict]:
+        return [{**episode(True, 10 * (i + 1), "file"), "map_file": name} for i, name in enumerate(names)]
+
+    env = {**ENV, "kwargs": {"map_dir": "maps"}}
+    new = write_report(tmp_path / "new.json", {"agent": on_files(["1.png", "2.png", "10.png"])}, env=env)
+    base = write_report(tmp_path / "base.json", {"greedy": on_files(["1.png", "2.png"])}, env=env)
+    assert run(capsys, new, base).startswith("2 shared held-out maps")
+    changed = write_report(tmp_path / "changed.json", {"greedy": on_files(["1.png", "3.png"])}, env=env)
+    assert "episode 1 plays map file '2.png' in one report and '3.png' in the other: not the same maps" in refused(
+        capsys, new, changed)
+    older = write_report(tmp_path / "older.json", {"agent": [episode(True, 10, "file")] * 2}, env=env)  # no map_file
+    assert run(capsys, older, base).startswith("2 shared held-out maps")
+    assert run(capsys, new, older, base).startswith("2 shared held-out maps")  # pooled with a report of either kind

@@ -1,12 +1,19 @@
-"""evaluate.py's table, from hand-made summaries (its end-to-end runs are in tests/rl/test_train.py)."""
+"""evaluate.py's table, from hand-made summaries, and its runs over a map folder (its other end-to-end
+runs are in tests/rl/test_train.py)."""
+import json
 import re
 
+import numpy as np
 import pytest
+from PIL import Image
 
 import evaluate
 import visualize
 from evaluate import format_table
 from rl.evaluation import EpisodeResult, summarise, travel_ratio
+from rl.trainer import Trainer
+from tests.helpers import SMOKE, smoke_config
+from tests.map_folders import MAP_ORDER, write_maps
 
 
 def episode(success: bool, travel: float) -> EpisodeResult:
@@ -52,3 +59,39 @@ def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys,
             main(argv)
         assert exit_code.value.code == 2
         assert re.search(message, capsys.readouterr().err), message
+
+
+@pytest.fixture
+def untrained_run(tmp_path):
+    """A run folder with one checkpoint of the smoke config's network, before any update."""
+    run_dir = tmp_path / "run"
+    trainer = Trainer.create(smoke_config(run_dir, "run.image_every=0"), run_dir)
+    trainer.save()
+    trainer.close()
+    return run_dir
+
+
+@pytest.mark.parametrize("episodes, maps", [(10, MAP_ORDER), (2, MAP_ORDER[:2])])
+def test_a_map_folder_is_evaluated_map_by_map_in_sorted_order(untrained_run, tmp_path, capsys, episodes, maps):
+    out = tmp_path / "eval.json"
+    argv = ["--checkpoint", str(untrained_run), "--env", f"map_dir={write_maps(tmp_path / 'maps')}",
+            "--episodes", str(episodes), "--json", str(out)]
+    assert evaluate.main(argv) == 0
+    capped = "--episodes 10: map_dir='.*maps' holds 4 maps; evaluating each once \\(4 episodes\\)"
+    assert bool(re.search(capped, capsys.readouterr().err)) == (episodes > 4)
+    report = json.loads(out.read_text())
+    assert report["episodes"] == len(maps)
+    assert {name: [e["map_file"] for e in results] for name, results in report["per_episode"].items()} == \
+        {name: maps for name in ("agent", "random", "nearest_frontier", "greedy")}
+
+
+def test_a_bad_map_in_the_folder_is_refused_before_any_episode(tmp_path, capsys, monkeypatch):
+    def no_episodes(*args, **kwargs):
+        raise AssertionError("an episode ran before the maps were checked")
+
+    monkeypatch.setattr(evaluate, "evaluate_actors", no_episodes)
+    folder = write_maps(tmp_path / "maps")
+    Image.fromarray(np.zeros((12, 12), dtype=np.uint8)).save(folder / "4.png")  # all walls
+    with pytest.raises(SystemExit):
+        evaluate.main(["--policy", "greedy", "--config", str(SMOKE), "--env", f"map_dir={folder}"])
+    assert re.search(r"--env: .*4\.png: the map has no free cell", capsys.readouterr().err)

@@ -1,6 +1,7 @@
 """Evaluation with the held-out maps split across Ray tasks: the serial results, in the serial order.
 
-Held-out episode ``i`` has its own seed (``rl.seeding.eval_episode_seed``) and the trained
+Held-out episode ``i`` has its own seed (``rl.seeding.eval_episode_seed``), and with a ``map_dir``
+its own map (map ``i``: ``first_episode`` carries the global index into each chunk), and the trained
 policy's argmax acts through ``graph_batch.forward_each`` (one thread, one observation), so an
 episode's result does not depend on which process plays it. The maps are cut into ``workers``
 contiguous chunks, one Ray task each (``num_cpus=1``), and the chunks' results are put back in

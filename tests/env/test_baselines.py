@@ -1,5 +1,3 @@
-import itertools
-
 import numpy as np
 import pytest
 
@@ -7,20 +5,7 @@ from env.baselines import BASELINES, nearest_frontier
 from env.grid_explore import GridExploreEnv
 from env.maps import MAP_FAMILIES
 from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS
-
-
-def _all_pairs_distances(obs, env) -> np.ndarray:
-    """Floyd-Warshall over the observed graph, independent of the baseline's Dijkstra."""
-    n = env.graph.n_nodes
-    dist = np.full((n, n), np.inf)
-    np.fill_diagonal(dist, 0.0)
-    for node, slot in itertools.product(range(n), range(1, obs[NEIGHBORS].shape[1])):
-        other = obs[NEIGHBORS][node, slot]
-        if other >= 0:
-            dist[node, other] = env.graph.slot_length(slot)
-    for via in range(n):
-        dist = np.minimum(dist, dist[:, via : via + 1] + dist[via : via + 1, :])
-    return dist
+from tests.helpers import all_pairs_hop_distances, hop_length_by_hand
 
 
 @pytest.mark.parametrize("family", MAP_FAMILIES)
@@ -45,7 +30,7 @@ def test_nearest_frontier_takes_the_first_hop_of_a_shortest_path(seed):
     rng = np.random.default_rng(seed)
     for _ in range(15):
         current = int(obs[CURRENT_INDEX])
-        dist = _all_pairs_distances(obs, env)
+        dist = all_pairs_hop_distances(obs, env)
         useful = np.flatnonzero(env.graph.utility[: env.graph.n_nodes] > 0)
         if not useful.size:
             break
@@ -53,7 +38,7 @@ def test_nearest_frontier_takes_the_first_hop_of_a_shortest_path(seed):
         hop = obs[NEIGHBORS][current, slot]
         assert slot > 0 and hop >= 0
         best = dist[current, useful].min()
-        assert env.graph.slot_length(slot) + dist[hop, useful].min() == pytest.approx(best)
+        assert hop_length_by_hand(env, current, slot) + dist[hop, useful].min() == pytest.approx(best)
         # Wander so the next check starts from somewhere else.
         obs, *_ = env.step(int(rng.choice(np.flatnonzero(obs[ACTION_MASK]))))
 
@@ -78,7 +63,7 @@ def test_greedy_prefers_utility_per_distance():
     env = GridExploreEnv(map_family="caves", map_size=32)
     obs, _ = env.reset(seed=1)
     current = int(obs[CURRENT_INDEX])
-    scores = {slot: env.graph.utility[node] / env.graph.slot_length(slot)
+    scores = {slot: env.graph.utility[node] / hop_length_by_hand(env, current, slot)
               for slot, node in enumerate(obs[NEIGHBORS][current]) if slot and node >= 0}
     assert max(scores.values()) > 0
     assert scores[BASELINES["greedy"](obs, env)] == max(scores.values())

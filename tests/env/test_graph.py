@@ -15,7 +15,7 @@ def test_open_room_graph_is_the_full_lattice():
     assert {tuple(p) for p in graph.positions()} == {(r, c) for r in (1, 5, 9) for c in (1, 5, 9)}
     table = graph.neighbors()
     assert (table[:9, 0] == np.arange(9)).all() and (table[9:] == -1).all()
-    centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
+    centre = 0  # the start, (5, 5)
     assert sorted(table[centre, 1:]) == sorted(set(range(9)) - {centre})
     for node in range(9):  # edges are symmetric
         for other in table[node, 1:]:
@@ -31,7 +31,7 @@ def test_known_wall_cuts_edges_and_unknown_cells_hold_nodes_back():
     graph = viewpoint_graph(belief)
     cols = {int(c) for _, c in graph.positions()}
     assert cols == {1, 5}  # the right lattice column is behind a wall and unknown
-    centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
+    centre = 0  # the start, (5, 5)
     assert graph.neighbors()[centre, 1:].tolist().count(-1) == 3  # the three hops to the right
 
 
@@ -74,7 +74,7 @@ def test_an_n_max_below_the_lattice_is_refused_before_any_episode(tmp_path):
 
 def test_small_k_keeps_the_nearest_neighbours():
     graph = viewpoint_graph(walled_room(), k=5)
-    centre = graph.node_of_lattice[graph.lattice_index((5, 5))]
+    centre = 0  # the start, (5, 5)
     positions = graph.positions()
     hops = {tuple(positions[n] - positions[centre]) for n in graph.neighbors()[centre, 1:]}
     assert hops == {(-4, 0), (4, 0), (0, -4), (0, 4)}

@@ -1,7 +1,7 @@
 """The guidepost feature: the shortest graph path from the robot to the nearest node with utility.
 
 Checked against an independent all-pairs shortest-path computation (Floyd-Warshall over the
-observation's neighbour table, hop lengths from node positions), not against ``graph.guidepost``.
+observation's neighbour table, hop lengths from the routes' cells), not against ``graph.guidepost``.
 """
 import numpy as np
 import pytest
@@ -9,30 +9,16 @@ import pytest
 from env.baselines import nearest_frontier
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURE_NAMES, NODE_FEATURES
-from tests.helpers import viewpoint_graph, walled_room
+from tests.helpers import all_pairs_hop_distances, hop_length_by_hand, viewpoint_graph, walled_room
 
 GUIDEPOST = NODE_FEATURE_NAMES.index("guidepost")
-
-
-def _all_pairs_distances(neighbors: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Floyd-Warshall: [n, n] shortest path lengths in cells (inf where unreachable)."""
-    n = len(positions)
-    dist = np.full((n, n), np.inf)
-    np.fill_diagonal(dist, 0.0)
-    for node in range(n):
-        for nxt in neighbors[node]:
-            if nxt >= 0 and nxt != node:
-                dist[node, nxt] = np.hypot(*(positions[node] - positions[nxt]))
-    for via in range(n):
-        dist = np.minimum(dist, dist[:, via, None] + dist[None, via, :])
-    return dist
 
 
 def _check_guidepost(obs: dict, env: GridExploreEnv) -> None:
     graph, n = env.graph, env.graph.n_nodes
     robot = int(obs[CURRENT_INDEX])
     flagged = set(np.flatnonzero(obs[NODE_FEATURES][:, GUIDEPOST]).tolist())
-    dist = _all_pairs_distances(obs[NEIGHBORS][:n], graph.positions().astype(float))
+    dist = all_pairs_hop_distances(obs, env)
     useful = np.flatnonzero(graph.utility[:n] > 0)
     if not useful.size or graph.utility[robot] > 0:
         assert not flagged
@@ -45,7 +31,7 @@ def _check_guidepost(obs: dict, env: GridExploreEnv) -> None:
     length, previous = 0.0, robot
     for node in path:
         assert node in obs[NEIGHBORS][previous], f"guidepost node {node} is not adjacent to {previous}"
-        length += np.hypot(*(graph.positions()[previous] - graph.positions()[node]))
+        length += hop_length_by_hand(env, previous, list(obs[NEIGHBORS][previous]).index(node))
         previous = node
     assert graph.utility[path[-1]] > 0
     assert graph.utility[path[:-1]].sum() == 0, "the path passes a useful node: it is not to the nearest"

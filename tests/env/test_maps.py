@@ -4,7 +4,7 @@ from PIL import Image
 
 from env.geometry import reachable_mask
 from env.grid_explore import GridExploreEnv
-from env.map_io import load_occupancy, map_from_occupancy
+from env.map_io import LoadedMap, load_map, start_on
 from env.maps import MAP_FAMILIES, generate
 
 
@@ -46,26 +46,26 @@ def test_load_png_dark_is_obstacle(tmp_path):
     occupied = _pocket_map()
     path = tmp_path / "map.png"
     Image.fromarray(np.where(occupied, 0, 255).astype(np.uint8)).save(path)
-    assert (load_occupancy(path) == occupied).all()
+    assert (load_map(path).occupied == occupied).all()
 
 
 def test_load_npy_nonzero_is_obstacle_and_downsample_keeps_thin_walls(tmp_path):
     occupied = _pocket_map()
     path = tmp_path / "map.npy"
     np.save(path, occupied.astype(np.uint8))
-    assert (load_occupancy(path) == occupied).all()
-    small = load_occupancy(path, downsample=2)
+    assert (load_map(path).occupied == occupied).all()
+    small = load_map(path, downsample=2).occupied
     assert small.shape == (6, 6)
     assert small[:, 4].all()  # col 8 lies in block 4: the one-cell wall survives
 
 
 def test_load_errors_name_the_problem(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
-        load_occupancy(tmp_path / "missing.png")
+        load_map(tmp_path / "missing.png")
     bad = tmp_path / "map.txt"
     bad.write_text("x")
     with pytest.raises(ValueError, match="unsupported map file type '.txt'"):
-        load_occupancy(bad)
+        load_map(bad)
 
 
 def test_start_is_in_the_largest_area_and_pockets_do_not_count(tmp_path):
@@ -76,7 +76,7 @@ def test_start_is_in_the_largest_area_and_pockets_do_not_count(tmp_path):
     assert env.grid_map.start[1] < 8
     assert env.reachable_free == 10 * 7  # the 10x7 room, not the 10x2 pocket
     assert 0 < info["coverage"] <= 1
-    grid = map_from_occupancy(_pocket_map(), np.random.default_rng(1))
+    grid = start_on(LoadedMap(_pocket_map(), marker=None), "random", np.random.default_rng(1), "pocket")
     assert (grid.occupied == _pocket_map()).all()  # loaded maps are used unchanged
 
 

@@ -1,11 +1,13 @@
 """Seeded vector envs: episodes get disjoint seeds, and replaying restores an env exactly."""
 import numpy as np
 import pytest
+from PIL import Image
 
-from config import EnvConfig
-from rl.envs import make_envs, restore_envs
+from config import ConfigError, EnvConfig
+from rl.envs import check_env_config, make_envs, restore_envs
 from rl.episodes import EpisodeProgress
 from rl.seeding import eval_episode_seed, train_episode_seed
+from tests.map_folders import write_maps
 
 
 def test_training_and_evaluation_seeds_never_meet():
@@ -44,3 +46,12 @@ def test_replaying_episode_numbers_and_actions_restores_every_env(vector):
     alone.close()
     for key in obs:
         np.testing.assert_array_equal(restored[key][0], obs[key][1], err_msg=key)
+
+
+def test_the_cli_check_decodes_every_map_of_a_folder_and_the_envs_only_read_headers(tmp_path):
+    folder = write_maps(tmp_path / "maps")
+    Image.fromarray(np.zeros((12, 12), dtype=np.uint8)).save(folder / "20.png")  # all walls
+    config = EnvConfig(kwargs={"map_dir": str(folder), "max_steps": 4}, num_envs=1)
+    with pytest.raises(ConfigError, match=r"20\.png: the map has no free cell"):
+        check_env_config(config)
+    make_envs(config, run_seed=0).close()  # built from headers: the bad map is met only if played

@@ -26,6 +26,7 @@ from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
 from rl.seeding import train_episode_seed
 from rl.trainer import Trainer
 from tests.helpers import ROOT, SMOKE, greedy_return_by_hand, smoke_config
+from tests.map_folders import write_maps
 
 
 def test_run_folder_holds_config_events_and_checkpoints(smoke_run):
@@ -84,6 +85,21 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, gae_values
     Trainer.resume(interrupted).train()
     a, b = load_checkpoint(latest_checkpoint(straight)), load_checkpoint(latest_checkpoint(interrupted))
     assert a["update"] == b["update"] == 4
+    for key in ("episodes", "actions", "episode_return", "episode_length", "recent", "global_step"):
+        assert a[key] == b[key], key
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+
+
+def test_a_run_over_a_map_folder_resumes_exactly(tmp_path):
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    overrides = ("ppo.total_timesteps=128", "run.image_every=0",
+                 f"env.kwargs.map_dir={write_maps(tmp_path / 'maps')}", "env.kwargs.max_steps=10")
+    Trainer.create(smoke_config(straight, *overrides), straight).train()
+    Trainer.create(smoke_config(interrupted, *overrides), interrupted).train(max_updates=2)
+    Trainer.resume(interrupted).train()
+    a, b = load_checkpoint(latest_checkpoint(straight)), load_checkpoint(latest_checkpoint(interrupted))
+    assert a["update"] == b["update"] == 4 and min(a["episodes"]) >= 3  # several maps played per env
     for key in ("episodes", "actions", "episode_return", "episode_length", "recent", "global_step"):
         assert a[key] == b[key], key
     for name, tensor in a["model"].items():

@@ -1,0 +1,309 @@
+"""Where the viewpoint graph's nodes sit and which routes its edges take: fixed per map.
+
+The lattice has a point every ``spacing`` cells, anchored at the robot's start. Each lattice
+point owns the ``spacing x spacing`` box of cells nearest to it (offsets ``-(s-1)//2 .. s//2`` on
+each axis) and its node, its *site*, is the free cell of that box nearest the lattice point
+(Euclidean; ties to the lower row, then column): the lattice point itself where it is free, else
+a cell beside it, so a corridor or a room that no lattice point falls in still gets nodes. A box
+with no free cell has no node.
+
+An edge joins the sites of two lattice neighbours (8 directions, or the 4 axis-aligned ones).
+Its route is the straight segment between them when every cell that segment covers is free;
+otherwise the shortest 8-connected path between them over free cells inside the bounding box
+of the two boxes (a diagonal move only where both cells beside it are free, so the robot never
+slips between two obstacles that share a corner). A door at any offset from the lattice, one
+cell wide or more, is on such a path for some pair of neighbours on either side of it. A pair
+with neither has no edge, ever.
+
+Everything here depends on the true map only; the graph (:mod:`env.graph`) lets an edge exist
+once every cell of its route is *known* free, so the robot never moves through unknown space.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from env.geometry import line_cells
+
+# Lattice steps: the 4 axis-aligned ones, then the 4 diagonals; within each group of four the
+# opposite of step d is d + 2 (mod 4), which keeps every edge usable in both directions.
+LATTICE_STEPS = ((-1, 0), (0, 1), (1, 0), (0, -1), (-1, 1), (1, 1), (1, -1), (-1, -1))
+_FORWARD = (1, 2, 5, 6)  # right, down, down-right, down-left: each unordered pair once
+_DIAGONAL = math.sqrt(2)
+
+
+def opposite(step: int) -> int:
+    return step // 4 * 4 + (step + 2) % 4
+
+
+@dataclass(frozen=True)
+class LatticeGeometry:
+    """Sites and edge routes of one map's lattice, as flat indices into the padded grid.
+
+    ``n_lattice`` lattice points, ``n_steps`` (4 or 8) directions; arrays indexed
+    ``[lattice point, direction]`` describe the edge towards the neighbour in that direction.
+    """
+
+    occupied: np.ndarray
+    """[H, W] the true map the sites and routes were found in."""
+    lattice_shape: tuple[int, int]
+    """(rows, cols) of lattice points."""
+    lattice_rc: np.ndarray
+    """[n_lattice, 2] (row, col) of each lattice point."""
+    spacing: int
+    start_lattice: int
+    """The lattice point at the start cell (which is its own site)."""
+    site_rc: np.ndarray
+    """[n_lattice, 2] (row, col) of each lattice point's site (the lattice point where no site)."""
+    has_site: np.ndarray
+    """[n_lattice] bool: the lattice point's box has a free cell."""
+    site_flat: np.ndarray
+    """[n_lattice] flat padded index of each site."""
+    lattice_neighbor: np.ndarray
+    """[n_lattice, n_steps] the lattice neighbour in each direction, ``n_lattice`` off the lattice."""
+    neighbor: np.ndarray
+    """[n_lattice + 1, n_steps] as ``lattice_neighbor``, but ``n_lattice`` (a sentinel row whose
+    node is always -1) also where no route joins the two sites."""
+    route_check: np.ndarray
+    """[n_lattice, n_steps, L] flat indices of the cells that must be known free for the edge to
+    exist (the segment's covered cells, or the path's cells and the corners of its diagonal moves),
+    padded with the site itself."""
+    route_length: np.ndarray
+    """[n_lattice, n_steps] travel in cells along the route (0 where there is no route)."""
+    sweeps: dict[tuple[int, int], np.ndarray]
+    """(lattice point, direction) -> [M] flat indices of the cells the robot's centre crosses
+    along the route, one per unit step, both ends included."""
+
+    @property
+    def n_lattice(self) -> int:
+        return len(self.site_rc)
+
+    def box_pairs(self, pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """[P, 2] (low, high) inclusive (row, col) corners of the bounding box of each pair of
+        lattice points' boxes ([P, 2] lattice indices), clipped to the map: the region an edge's
+        route (or a tail) stays in."""
+        return _box(self.lattice_rc[pairs], self.spacing, self.occupied.shape)
+
+
+def n_steps_for(k: int) -> int:
+    """Lattice directions a node has with ``k`` neighbour slots: 8 from K = 9, else the 4 axis ones."""
+    return 8 if k >= 9 else 4
+
+
+def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_steps: int,
+                  pad: int) -> LatticeGeometry:
+    """The lattice of ``occupied`` ([H, W] bool true map) anchored at ``start``, for a grid padded
+    by ``pad`` cells on every side (see the module docstring)."""
+    height, width = occupied.shape
+    stride = width + 2 * pad
+    rows = np.arange(start[0] % spacing, height, spacing)
+    cols = np.arange(start[1] % spacing, width, spacing)
+    rr, cc = np.meshgrid(rows, cols, indexing="ij")
+    lattice_rc = np.stack([rr.ravel(), cc.ravel()], axis=1)
+    site_rc, has_site = _sites(occupied, lattice_rc, spacing)
+    site_flat = (site_rc[:, 0] + pad) * stride + site_rc[:, 1] + pad
+
+    n_lattice = len(lattice_rc)
+    steps = np.array(LATTICE_STEPS[:n_steps])
+    li, lj = np.divmod(np.arange(n_lattice), len(cols))
+    ni, nj = li[:, None] + steps[:, 0], lj[:, None] + steps[:, 1]
+    inside = (ni >= 0) & (ni < len(rows)) & (nj >= 0) & (nj < len(cols))
+    neighbor = np.full((n_lattice + 1, n_steps), n_lattice, dtype=np.int64)
+    candidate = np.where(inside, ni * len(cols) + nj, n_lattice)
+
+    checks: dict[tuple[int, int], np.ndarray] = {}
+    sweeps: dict[tuple[int, int], np.ndarray] = {}
+    lengths = np.zeros((n_lattice, n_steps))
+    routes, bent = {}, []
+    for step in (d for d in _FORWARD if d < n_steps):
+        ps = np.flatnonzero(inside[:, step] & has_site & np.append(has_site, False)[candidate[:, step]])
+        offsets = site_rc[candidate[ps, step]] - site_rc[ps]
+        # Pairs whose sites are the same offset apart share one segment: test them together.
+        for offset in np.unique(offsets, axis=0):
+            group = ps[(offsets == offset).all(axis=1)]
+            covered, centre, length = _segment(int(offset[0]), int(offset[1]))
+            cells = site_rc[group, None] + covered  # [g, covered cells, 2]
+            clear = ~occupied[cells[..., 0], cells[..., 1]].any(axis=1)
+            for p, cell, ok in zip(group.tolist(), cells, clear.tolist()):
+                if ok:
+                    routes[p, step] = (cell, site_rc[p] + centre, length)
+                else:
+                    bent.append((p, step, int(candidate[p, step])))
+    if bent:  # walls between the two sites: the shortest path around, all such pairs at once
+        ends = np.array([(p, q) for p, _, q in bent])
+        field = PathField(occupied, site_rc[ends[:, 0]], *_box(lattice_rc[ends], spacing, occupied.shape))
+        for i, (p, step, q) in enumerate(bent):
+            routes[p, step] = field.route(i, tuple(site_rc[q]))
+    for (p, step), route in routes.items():
+        if route is None:
+            continue
+        q, back = int(candidate[p, step]), opposite(step)
+        check, centre, length = route
+        check_flat = (check[:, 0] + pad) * stride + check[:, 1] + pad
+        centre_flat = (centre[:, 0] + pad) * stride + centre[:, 1] + pad
+        neighbor[p, step], neighbor[q, back] = q, p
+        lengths[p, step] = lengths[q, back] = length
+        checks[p, step] = checks[q, back] = check_flat
+        sweeps[p, step], sweeps[q, back] = centre_flat, centre_flat[::-1]
+
+    route_check = _padded(checks, site_flat, n_steps)
+    for array in (lattice_rc, site_rc, has_site, site_flat, candidate, neighbor, route_check, lengths,
+                  *sweeps.values()):
+        array.flags.writeable = False
+    start_lattice = start[0] // spacing * len(cols) + start[1] // spacing
+    return LatticeGeometry(occupied, (len(rows), len(cols)), lattice_rc, spacing, start_lattice, site_rc,
+                           has_site, site_flat, candidate, neighbor, route_check, lengths, sweeps)
+
+
+def _box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Corners of the boxes around [..., K, 2] lattice points (reduced over K), clipped to ``shape``."""
+    low = np.maximum(points.min(axis=-2) - (spacing - 1) // 2, 0)
+    high = np.minimum(points.max(axis=-2) + spacing // 2, np.array(shape) - 1)
+    return low, high
+
+
+def _sites(occupied: np.ndarray, lattice_rc: np.ndarray, spacing: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each lattice point's site (the free cell of its box nearest to it) and whether it has one."""
+    span = np.arange(-((spacing - 1) // 2), spacing // 2 + 1)
+    dr, dc = np.meshgrid(span, span, indexing="ij")
+    offsets = np.stack([dr.ravel(), dc.ravel()], axis=1)
+    offsets = offsets[np.lexsort((offsets[:, 1], offsets[:, 0], (offsets**2).sum(axis=1)))]
+    cells = lattice_rc[:, None, :] + offsets  # [n_lattice, box cells, 2], nearest first
+    height, width = occupied.shape
+    inside = (cells[..., 0] >= 0) & (cells[..., 0] < height) & (cells[..., 1] >= 0) & (cells[..., 1] < width)
+    free = inside & ~occupied[np.clip(cells[..., 0], 0, height - 1), np.clip(cells[..., 1], 0, width - 1)]
+    has_site = free.any(axis=1)
+    first = free.argmax(axis=1)
+    site_rc = np.where(has_site[:, None], cells[np.arange(len(cells)), first], lattice_rc)
+    return site_rc, has_site
+
+
+@lru_cache(maxsize=1024)
+def _segment(d_row: int, d_col: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(covered cells, centre cells, length) of the segment from (0, 0) to (d_row, d_col).
+
+    The centres are one cell per unit step along the longer axis, rounded half away from zero:
+    exactly the lattice cells on an axis-aligned or diagonal hop.
+    """
+    n = max(abs(d_row), abs(d_col))
+    t = np.arange(n + 1)
+    centre = np.stack([_round_ratio(t * d_row, n), _round_ratio(t * d_col, n)], axis=1)
+    centre.flags.writeable = False
+    return line_cells(d_row, d_col), centre, math.hypot(d_row, d_col)
+
+
+def _straight_route(occupied: np.ndarray, a: tuple[int, int], b: tuple[int, int]):
+    """(covered cells, centre cells, length) of the segment a -> b, or None if it covers a wall."""
+    covered, centre, length = _segment(b[0] - a[0], b[1] - a[1])
+    covered = np.asarray(a) + covered
+    if occupied[covered[:, 0], covered[:, 1]].any():
+        return None
+    return covered, np.asarray(a) + centre, length
+
+
+def hop_length(occupied: np.ndarray, centre: np.ndarray) -> float:
+    """Travel along a route crossing the ``centre`` cells ([M, 2] (row, col)): the straight
+    distance between its ends when it is their straight segment (its cells are that segment's
+    centre cells, from either end, and the segment covers no wall), else the sum of its unit and
+    diagonal steps."""
+    a, b = tuple(centre[0]), tuple(centre[-1])
+    straight = _straight_route(occupied, a, b)
+    if straight is not None and (np.array_equal(straight[1], centre)
+                                 or np.array_equal(_straight_route(occupied, b, a)[1][::-1], centre)):
+        return straight[2]
+    return float(np.hypot(*np.diff(centre, axis=0).T).sum())
+
+
+def _round_ratio(numerator: np.ndarray, denominator: int) -> np.ndarray:
+    if denominator == 0:
+        return np.zeros_like(numerator)
+    return np.sign(numerator) * ((2 * np.abs(numerator) + denominator) // (2 * denominator))
+
+
+class PathField:
+    """Shortest 8-connected paths from one source cell per box, for many boxes at once.
+
+    Box i is [low[i], high[i]] (inclusive (row, col) corners, grown to hold ``sources[i]``); a
+    path moves over its cells that are not ``blocked`` ([H, W] bool), diagonally only where both
+    cells beside the move are open, so it never slips between two walls that share a corner. The
+    distances come from relaxing every box together (Bellman-Ford over the 8 moves, as many rounds
+    as the longest path has moves): one numpy pass for all the pairs a map's walls separate.
+    """
+
+    _MOVES = ((-1, 0, 1.0), (1, 0, 1.0), (0, -1, 1.0), (0, 1, 1.0),
+              (-1, -1, math.sqrt(2)), (-1, 1, math.sqrt(2)), (1, -1, math.sqrt(2)), (1, 1, math.sqrt(2)))
+
+    def __init__(self, blocked: np.ndarray, sources: np.ndarray, low: np.ndarray, high: np.ndarray) -> None:
+        self.low = np.minimum(low, sources)
+        high = np.maximum(high, sources)
+        size = int((high - self.low).max()) + 1
+        span = np.arange(size)
+        rows, cols = self.low[:, 0, None] + span, self.low[:, 1, None] + span  # [P, size]
+        inside = (rows[:, :, None] <= high[:, 0, None, None]) & (cols[:, None, :] <= high[:, 1, None, None])
+        height, width = blocked.shape
+        free = ~blocked[np.minimum(rows, height - 1)[:, :, None], np.minimum(cols, width - 1)[:, None, :]]
+        # One closed cell of margin all round: a move's source cell is then a view of the array.
+        self.open = np.pad(inside & free, ((0, 0), (1, 1), (1, 1)))
+        self.allowed = []  # [P, size, size] per move: a step may end in the (inner) cell
+        inner = self.open[:, 1:-1, 1:-1]
+        for dr, dc, _ in self._MOVES:
+            ok = inner & self._back(self.open, dr, dc)
+            if dr and dc:
+                ok &= self._back(self.open, 0, dc) & self._back(self.open, dr, 0)
+            self.allowed.append(ok)
+        self.distance = np.full(self.open.shape, math.inf)
+        first = sources - self.low + 1
+        self.distance[np.arange(len(sources)), first[:, 0], first[:, 1]] = 0.0
+        while True:
+            best = self.distance[:, 1:-1, 1:-1].copy()
+            for (dr, dc, cost), ok in zip(self._MOVES, self.allowed):
+                np.minimum(best, np.where(ok, self._back(self.distance, dr, dc) + cost, math.inf), out=best)
+            if not (best < self.distance[:, 1:-1, 1:-1] - 1e-9).any():
+                break
+            self.distance[:, 1:-1, 1:-1] = best
+
+    @staticmethod
+    def _back(array: np.ndarray, dr: int, dc: int) -> np.ndarray:
+        """For every inner cell x of the margined ``array``, its value at x - (dr, dc) (a view)."""
+        n_rows, n_cols = array.shape[1:]
+        return array[:, 1 - dr : n_rows - 1 - dr, 1 - dc : n_cols - 1 - dc]
+
+    def reached(self, i: int) -> list[tuple[int, int]]:
+        """The (row, col) cells box ``i``'s source reaches."""
+        rows, cols = np.nonzero(np.isfinite(self.distance[i]))
+        return list(zip((rows - 1 + self.low[i, 0]).tolist(), (cols - 1 + self.low[i, 1]).tolist()))
+
+    def route(self, i: int, target: tuple[int, int]):
+        """(cells to check, centre cells, length) of a shortest path in box ``i`` to ``target``,
+        or None where it cannot be reached: the path's cells plus the corners its diagonal moves
+        pass. Traced back from the target, each step to the first move (in ``_MOVES`` order) that
+        the distances say a shortest path can come from."""
+        r, c = target[0] - self.low[i, 0] + 1, target[1] - self.low[i, 1] + 1
+        distance = self.distance[i]
+        if not (0 <= r < distance.shape[0] and 0 <= c < distance.shape[1]) or not np.isfinite(distance[r, c]):
+            return None
+        length = float(distance[r, c])
+        centre, corners = [(r, c)], []
+        while distance[r, c] > 0:
+            for (dr, dc, cost), ok in zip(self._MOVES, self.allowed):
+                if ok[i, r - 1, c - 1] and abs(distance[r - dr, c - dc] + cost - distance[r, c]) < 1e-9:
+                    if dr and dc:
+                        corners += [(r - dr, c), (r, c - dc)]
+                    r, c = r - dr, c - dc
+                    centre.append((r, c))
+                    break
+        offset = self.low[i] - 1
+        centre_rc = np.array(centre[::-1]) + offset
+        return np.concatenate([centre_rc, np.array(corners, dtype=np.int64).reshape(-1, 2) + offset]), centre_rc, length
+
+
+def _padded(routes: dict[tuple[int, int], np.ndarray], site_flat: np.ndarray, n_steps: int) -> np.ndarray:
+    """[n_lattice, n_steps, L] of the routes, padded with the site (which is free)."""
+    width = max((len(route) for route in routes.values()), default=1)
+    out = np.repeat(site_flat[:, None, None], n_steps, axis=1).repeat(width, axis=2)
+    for (p, step), route in routes.items():
+        out[p, step, : len(route)] = route
+    return out

@@ -1,0 +1,119 @@
+"""Sites, routes and approach nodes: the viewpoint graph reaches rooms whatever their doors' offset."""
+import numpy as np
+import pytest
+
+from env.baselines import nearest_frontier
+from env.grid_explore import GridExploreEnv
+from env.lattice import LATTICE_STEPS, build_lattice, opposite
+
+
+def _box_map(size: int = 12) -> np.ndarray:
+    occupied = np.zeros((size, size), dtype=bool)
+    occupied[[0, -1], :] = occupied[:, [0, -1]] = True
+    return occupied
+
+
+def test_a_lattice_point_in_a_wall_sits_on_the_nearest_free_cell_of_its_box():
+    occupied = _box_map()
+    occupied[5:8, 9] = True  # lattice point (6, 10)'s column of cells... and its neighbour to the left
+    occupied[6, 10] = True
+    lattice = build_lattice(occupied, (2, 2), spacing=4, n_steps=8, pad=3)
+    point = 1 * 3 + 2  # row 1, col 2 of the 3 x 3 lattice: (6, 10)
+    assert tuple(lattice.lattice_rc[point]) == (6, 10)
+    # Its box is rows 5..8, cols 9..12; free cells nearest (6, 10): (5, 10) and (7, 10) at 1, the
+    # lower row first.
+    assert tuple(lattice.site_rc[point]) == (5, 10)
+    assert lattice.has_site.all()
+
+
+def test_a_box_without_free_cells_has_no_node():
+    occupied = _box_map()
+    occupied[5:9, 5:9] = True  # the whole box of lattice point (6, 6)
+    lattice = build_lattice(occupied, (2, 2), spacing=4, n_steps=8, pad=3)
+    assert not lattice.has_site[4]
+    assert (lattice.neighbor[:-1] != 4).all()  # no route leads to it
+
+
+def _door_map(offset: int, width: int = 2, wall: int = 1, size: int = 40) -> np.ndarray:
+    """Two rooms one above the other, joined by one door ``width`` cells wide through a wall
+    ``wall`` cells thick, starting ``offset`` cells right of column 10."""
+    occupied = np.zeros((size, size), dtype=bool)
+    occupied[[0, -1], :] = occupied[:, [0, -1]] = True
+    occupied[size // 2 : size // 2 + wall, :] = True
+    occupied[size // 2 : size // 2 + wall, 10 + offset : 10 + offset + width] = False
+    return occupied
+
+
+def test_routes_are_free_paths_the_same_both_ways_and_straight_where_they_can_be():
+    occupied = _door_map(offset=1, wall=2)
+    lattice = build_lattice(occupied, (6, 4), spacing=4, n_steps=8, pad=8)
+    stride = 40 + 16
+    rows, cols = np.divmod(lattice.route_check, stride)
+    assert not occupied[rows[lattice.neighbor[:-1] < lattice.n_lattice] - 8,
+                        cols[lattice.neighbor[:-1] < lattice.n_lattice] - 8].any()
+    bent = 0
+    for (point, step), sweep in lattice.sweeps.items():
+        other = lattice.neighbor[point, step]
+        assert np.array_equal(lattice.sweeps[other, opposite(step)], sweep[::-1])
+        cells = np.stack(np.divmod(sweep, stride), axis=1) - 8
+        assert tuple(cells[0]) == tuple(lattice.site_rc[point]) and tuple(cells[-1]) == tuple(lattice.site_rc[other])
+        hops = np.abs(np.diff(cells, axis=0)).max(axis=1)
+        assert (hops == 1).all()
+        ends = np.hypot(*(cells[-1] - cells[0]))
+        if lattice.route_length[point, step] > ends + 1e-9:
+            bent += 1  # through the door, around the wall
+        else:
+            assert lattice.route_length[point, step] == pytest.approx(ends)
+            assert step < 4 or abs(LATTICE_STEPS[step][0]) == 1
+    assert bent > 0
+
+
+@pytest.mark.parametrize("wall", [1, 2, 3])
+@pytest.mark.parametrize("width", [1, 2])
+@pytest.mark.parametrize("offset", range(4))
+def test_nearest_frontier_explores_both_rooms_whatever_the_door_offset(tmp_path, offset, width, wall):
+    """A door at each offset from the lattice (spacing 4), through walls 1 to 3 cells thick,
+    from 6 starts in either room: the whole map is explored, and the episode terminates."""
+    path = tmp_path / "door.npy"
+    np.save(path, _door_map(offset, width, wall))
+    env = GridExploreEnv(map_file=str(path), max_steps=400)
+    for seed in range(6):
+        obs, info = env.reset(seed=seed)
+        terminated = truncated = False
+        while not (terminated or truncated):
+            obs, _, terminated, truncated, info = env.step(nearest_frontier(obs, env))
+        assert terminated and info["coverage"] >= 0.99 and not info["stuck"], (seed, env.grid_map.start)
+
+
+def test_an_unreachable_pocket_is_not_counted_and_an_unreached_room_is_no_success(tmp_path):
+    occupied = _door_map(offset=0)
+    occupied[5:9, 30:34] = True
+    occupied[6:8, 31:33] = False  # a walled-in pocket: free, unreachable
+    path = tmp_path / "pocket.npy"
+    np.save(path, occupied)
+    env = GridExploreEnv(map_file=str(path), max_steps=400)
+    obs, info = env.reset(seed=0)
+    reachable = (~occupied).sum() - 4
+    assert env.reachable_free == reachable
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, info = env.step(nearest_frontier(obs, env))
+    assert terminated and info["coverage"] == 1.0
+
+
+
+def test_running_out_of_frontiers_short_of_the_coverage_rule_is_stuck_not_success(tmp_path):
+    """No geometry here leaves a room unreached any more, so raise the bar past what any episode
+    can meet: the end of the frontiers must then read as stuck and truncated, with no bonus."""
+    path = tmp_path / "door.npy"
+    np.save(path, _door_map(offset=2))
+    env = GridExploreEnv(map_file=str(path), max_steps=400)
+    obs, info = env.reset(seed=0)
+    env.required_coverage = 1.01
+    terminated = truncated = False
+    while not (terminated or truncated):
+        obs, reward, terminated, truncated, info = env.step(nearest_frontier(obs, env))
+    assert truncated and not terminated and info["stuck"] and info["coverage"] == 1.0
+    assert env.steps < 400 and reward < 1  # ended by the rule, not the time limit; no completion bonus
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(0)
