@@ -224,7 +224,7 @@ class ViewpointGraph:
     def _open_approaches(self, belief: np.ndarray, frontier: np.ndarray) -> bool:
         """When no node sees a frontier: add a node for each lattice neighbour of the graph that
         has none, at the known-free cell nearest its lattice point among those that a known-free
-        path from the neighbouring node reaches inside the two lattice points' boxes, that lie
+        path from a neighbouring node reaches inside the two lattice points' boxes, that lie
         nearer the lattice point than that node and that see a frontier cell (so the new node has
         utility). Returns whether any was added.
 
@@ -253,22 +253,20 @@ class ViewpointGraph:
         if not node.size:
             return False
         field = PathField(blocked, self.node_rc[node], low, high)
-        added = []
+        best: dict[int, tuple] = {}  # lattice point -> (gap, cell, pair): its nearest useful cell
         for i, (point, other) in enumerate(pairs.tolist()):
-            if self.node_of_lattice[other] >= 0:  # given a node by an earlier pair of this pass
-                continue
             here, goal = tuple(self.node_rc[node[i]].tolist()), geometry.lattice_rc[other].tolist()
             gap = lambda c: (c[0] - goal[0]) ** 2 + (c[1] - goal[1]) ** 2  # noqa: E731
             cells = [c for c in field.reached(i) if gap(c) < gap(here)]
             sees = self._utility_at(self._flat(np.array(cells, dtype=np.int64).reshape(-1, 2)), belief, frontier)
-            useful = [c for c, u in zip(cells, sees) if u]
+            useful = [(gap(c), c, i) for c, u in zip(cells, sees) if u]
             if useful:
-                cell = min(useful, key=lambda c: (gap(c), c))
-                self._add_approach(point, int(step[i]), other, cell, field.route(i, cell))
-                added.append(other)
-        if added:
-            self._grow(belief, np.array(added))
-        return bool(added)
+                best[other] = min(useful + ([best[other]] if other in best else []))
+        for other, (_, cell, i) in best.items():
+            self._add_approach(int(pairs[i, 0]), int(step[i]), other, cell, field.route(i, cell))
+        if best:
+            self._grow(belief, np.array(list(best)))
+        return bool(best)
 
     def _flat(self, rc) -> np.ndarray:
         """Flat padded indices of (row, col) map cells ([..., 2])."""
@@ -293,8 +291,11 @@ class ViewpointGraph:
         if geometry.has_site[other]:
             region = geometry.box_pairs(np.array([[point, other]]))
             tail = PathField(geometry.occupied, np.array([cell]), *region).route(0, site)
-        if tail is None:  # no way on from here: this node only looks
+        if tail is None:  # no way on from here: this node only looks (and is only entered as it was)
             self.edge_undecided[other] = False
+            beside = geometry.lattice_neighbor[other]
+            inside = beside < geometry.n_lattice
+            self.edge_undecided[beside[inside], opposite(np.flatnonzero(inside))] = False
             return
         check, centre, _ = tail
         check = flat(check)

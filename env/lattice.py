@@ -2,7 +2,8 @@
 
 The lattice has a point every ``spacing`` cells, anchored at the robot's start. Each lattice
 point owns the ``spacing x spacing`` box of cells nearest to it (offsets ``-(s-1)//2 .. s//2`` on
-each axis) and its node, its *site*, is the free cell of that box nearest the lattice point
+each axis; the outermost rows and columns of boxes reach the map's edge, so the boxes tile the
+map) and its node, its *site*, is the free cell of that box nearest the lattice point
 (Euclidean; ties to the lower row, then column): the lattice point itself where it is free, else
 a cell beside it, so a corridor or a room that no lattice point falls in still gets nodes. A box
 with no free cell has no node.
@@ -158,22 +159,32 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
                            has_site, site_flat, candidate, neighbor, route_check, lengths, sweeps)
 
 
-def _box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Corners of the boxes around [..., K, 2] lattice points (reduced over K), clipped to ``shape``."""
-    low = np.maximum(points.min(axis=-2) - (spacing - 1) // 2, 0)
-    high = np.minimum(points.max(axis=-2) + spacing // 2, np.array(shape) - 1)
+def _own_box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive (row, col) corners of each lattice point's box ([..., 2] points): offsets
+    ``-(s-1)//2 .. s//2``, except that the outermost lattice rows and columns reach the map's
+    edge, so that every cell of the map lies in exactly one box."""
+    limit = np.array(shape) - 1
+    low = np.where(points - spacing < 0, 0, points - (spacing - 1) // 2)
+    high = np.where(points + spacing > limit, limit, points + spacing // 2)
     return low, high
+
+
+def _box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Corners of the bounding box of the boxes of [..., K, 2] lattice points (over K)."""
+    low, high = _own_box(points, spacing, shape)
+    return low.min(axis=-2), high.max(axis=-2)
 
 
 def _sites(occupied: np.ndarray, lattice_rc: np.ndarray, spacing: int) -> tuple[np.ndarray, np.ndarray]:
     """Each lattice point's site (the free cell of its box nearest to it) and whether it has one."""
-    span = np.arange(-((spacing - 1) // 2), spacing // 2 + 1)
+    span = np.arange(-spacing - (spacing - 1) // 2, spacing + spacing // 2 + 1)  # an edge box's reach
     dr, dc = np.meshgrid(span, span, indexing="ij")
     offsets = np.stack([dr.ravel(), dc.ravel()], axis=1)
     offsets = offsets[np.lexsort((offsets[:, 1], offsets[:, 0], (offsets**2).sum(axis=1)))]
-    cells = lattice_rc[:, None, :] + offsets  # [n_lattice, box cells, 2], nearest first
+    cells = lattice_rc[:, None, :] + offsets  # [n_lattice, candidate cells, 2], nearest first
     height, width = occupied.shape
-    inside = (cells[..., 0] >= 0) & (cells[..., 0] < height) & (cells[..., 1] >= 0) & (cells[..., 1] < width)
+    low, high = _own_box(lattice_rc, spacing, occupied.shape)
+    inside = ((cells >= low[:, None]) & (cells <= high[:, None])).all(axis=2)
     free = inside & ~occupied[np.clip(cells[..., 0], 0, height - 1), np.clip(cells[..., 1], 0, width - 1)]
     has_site = free.any(axis=1)
     first = free.argmax(axis=1)
