@@ -21,6 +21,7 @@ from torch import nn
 
 from bench.synthetic import random_graph
 from encoder import Encoder
+from encoder.attention import ATTENTION_IMPLS
 from encoder.graph import adjacency_from_neighbors
 
 SIZES = dict(embed_dim=128, n_heads=8, n_layers=3, ff_dim=512)
@@ -49,10 +50,12 @@ def main() -> None:
     parser.add_argument("--neighbors", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--impl", default="sdpa", choices=ATTENTION_IMPLS, help="our attention implementation")
     args = parser.parse_args()
-    print(f"threads={torch.get_num_threads()} torch={torch.__version__} batch={args.batch} sizes={SIZES}")
+    print(f"threads={torch.get_num_threads()} torch={torch.__version__} batch={args.batch} sizes={SIZES} "
+          f"ours={args.impl}")
     torch.manual_seed(0)
-    ours, theirs = Encoder(**SIZES, attention_impl="sdpa"), torch_encoder()
+    ours, theirs = Encoder(**SIZES, attention_impl=args.impl), torch_encoder()
     for n in args.nodes:
         neighbors, node_mask = random_graph(args.batch, n, args.neighbors, seed=0, n_real=[n] * args.batch)
         adjacency = adjacency_from_neighbors(neighbors, node_mask)  # [B,N,N] True = may attend

@@ -3,8 +3,8 @@ import sys
 
 import pytest
 
-from bench import (attention_speed, collector_speed, contention, env_speed, forward_each, headroom, padding_trim,
-                   size_buckets)
+from bench import (attention_speed, collector_speed, contention, encoder_vs_torch, env_speed, forward_each, headroom,
+                   padding_trim, size_buckets)
 from tests.helpers import SMOKE
 
 
@@ -19,6 +19,7 @@ from tests.helpers import SMOKE
     (contention, ["--config", str(SMOKE), "--updates", "1", "--alone-rounds", "1", "--settings", "THREADS=1"],
      "| THREADS=1 (steps/s) |"),
     (forward_each, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1"], "max |logit difference|"),
+    (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1"], "ours / torch per round"),
 ])
 def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])

@@ -100,3 +100,30 @@ def test_wrong_adjacency_shape_is_reported():
 def test_zero_layers_is_an_error():
     with pytest.raises(ValueError, match="n_layers must be >= 1"):
         Encoder(D, 2, 0, 64)
+
+
+@pytest.mark.parametrize("impl", ATTENTION_IMPLS)
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_the_encoder_is_torchs_pre_layernorm_transformer_encoder_with_a_mask(n_heads, impl):
+    """The same weights in ``torch.nn.TransformerEncoder`` (pre-LayerNorm, ReLU, no dropout; our
+    projections have no bias, so torch's are zero) give the same output under the same graph:
+    what bench/encoder_vs_torch.py times is the same computation. torch's mask is the negation."""
+    encoder, N = make_encoder(n_heads, impl), 7
+    layer = torch.nn.TransformerEncoderLayer(D, n_heads, 64, dropout=0.0, batch_first=True, norm_first=True)
+    theirs = torch.nn.TransformerEncoder(layer, N_LAYERS, enable_nested_tensor=False).eval()
+    with torch.no_grad():
+        for ours, torchs in zip(encoder.layers, theirs.layers):
+            attention = ours.multi_head_attention
+            torchs.self_attn.in_proj_weight.copy_(
+                torch.cat([attention.w_query.weight, attention.w_key.weight, attention.w_value.weight]))
+            torchs.self_attn.in_proj_bias.zero_()
+            torchs.self_attn.out_proj.weight.copy_(attention.w_out.weight)
+            torchs.self_attn.out_proj.bias.zero_()
+            for mine, its in ((ours.normalization1, torchs.norm1), (ours.normalization2, torchs.norm2),
+                              (ours.feed_forward[0], torchs.linear1), (ours.feed_forward[2], torchs.linear2)):
+                its.load_state_dict(mine.state_dict())
+    adjacency = path_adjacency(N).repeat(2, 1, 1)
+    adjacency[1, 0, 3] = adjacency[1, 3, 0] = True  # a second graph, with a chord
+    h = torch.randn(2, N, D)
+    expected = theirs(h, mask=(~adjacency).repeat_interleave(n_heads, dim=0))
+    torch.testing.assert_close(encoder(h, adjacency)[0], expected, atol=2e-5, rtol=1e-5)
