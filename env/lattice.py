@@ -115,10 +115,13 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
     neighbor = np.full((n_lattice + 1, n_steps), n_lattice, dtype=np.int64)
     candidate = np.where(inside, ni * len(cols) + nj, n_lattice)
 
-    checks: dict[tuple[int, int], np.ndarray] = {}
-    sweeps: dict[tuple[int, int], np.ndarray] = {}
-    lengths = np.zeros((n_lattice, n_steps))
-    routes, bent = {}, []
+    def flat(rc: np.ndarray) -> np.ndarray:
+        rc = np.asarray(rc)
+        return (rc[..., 0] + pad) * stride + rc[..., 1] + pad
+
+    # Routes in batches (pairs p -> q in one direction, their cells as flat indices):
+    # (p [g], step, cells to check [g, L], centre cells [g, M], lengths [g]).
+    batches, bent = [], []
     for step in (d for d in _FORWARD if d < n_steps):
         ps = np.flatnonzero(inside[:, step] & has_site & np.append(has_site, False)[candidate[:, step]])
         offsets = site_rc[candidate[ps, step]] - site_rc[ps]
@@ -128,31 +131,31 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
             covered, centre, length = _segment(int(offset[0]), int(offset[1]))
             cells = site_rc[group, None] + covered  # [g, covered cells, 2]
             clear = ~occupied[cells[..., 0], cells[..., 1]].any(axis=1)
-            for p, cell, ok in zip(group.tolist(), cells, clear.tolist()):
-                if ok:
-                    routes[p, step] = (cell, site_rc[p] + centre, length)
-                else:
-                    bent.append((p, step, int(candidate[p, step])))
+            if clear.any():
+                batches.append((group[clear], step, flat(cells[clear]), flat(site_rc[group[clear], None] + centre),
+                                np.full(int(clear.sum()), length)))
+            bent += [(p, step, int(candidate[p, step])) for p in group[~clear].tolist()]
     if bent:  # walls between the two sites: the shortest path around, all such pairs at once
         ends = np.array([(p, q) for p, _, q in bent])
         field = PathField(occupied, site_rc[ends[:, 0]], *_box(lattice_rc[ends], spacing, occupied.shape))
         for i, (p, step, q) in enumerate(bent):
-            routes[p, step] = field.route(i, tuple(site_rc[q]))
-    for (p, step), route in routes.items():
-        if route is None:
-            continue
-        q, back = int(candidate[p, step]), opposite(step)
-        check, centre, length = route
-        check_flat = (check[:, 0] + pad) * stride + check[:, 1] + pad
-        centre_flat = (centre[:, 0] + pad) * stride + centre[:, 1] + pad
-        neighbor[p, step], neighbor[q, back] = q, p
-        lengths[p, step] = lengths[q, back] = length
-        checks[p, step] = checks[q, back] = check_flat
-        sweeps[p, step], sweeps[q, back] = centre_flat, centre_flat[::-1]
+            route = field.route(i, tuple(site_rc[q]))
+            if route is not None:
+                batches.append((np.array([p]), step, flat(route[0])[None], flat(route[1])[None], np.array([route[2]])))
 
-    route_check = _padded(checks, site_flat, n_steps)
-    for array in (lattice_rc, site_rc, has_site, site_flat, candidate, neighbor, route_check, lengths,
-                  *sweeps.values()):
+    lengths = np.zeros((n_lattice, n_steps))
+    width = max((batch[2].shape[1] for batch in batches), default=1)
+    route_check = np.repeat(site_flat[:, None, None], n_steps, axis=1).repeat(width, axis=2)  # padded with the site
+    sweeps: dict[tuple[int, int], np.ndarray] = {}
+    for ps, step, check, centre, length in batches:
+        qs, back = candidate[ps, step], opposite(step)
+        neighbor[ps, step], neighbor[qs, back] = qs, ps
+        lengths[ps, step] = lengths[qs, back] = length
+        route_check[ps, step, : check.shape[1]] = route_check[qs, back, : check.shape[1]] = check
+        centre.flags.writeable = False
+        for p, q, cells in zip(ps.tolist(), qs.tolist(), centre):
+            sweeps[p, step], sweeps[q, back] = cells, cells[::-1]
+    for array in (lattice_rc, site_rc, has_site, site_flat, candidate, neighbor, route_check, lengths):
         array.flags.writeable = False
     start_lattice = start[0] // spacing * len(cols) + start[1] // spacing
     return LatticeGeometry(occupied, (len(rows), len(cols)), lattice_rc, spacing, start_lattice, site_rc,
@@ -309,12 +312,3 @@ class PathField:
         offset = self.low[i] - 1
         centre_rc = np.array(centre[::-1]) + offset
         return np.concatenate([centre_rc, np.array(corners, dtype=np.int64).reshape(-1, 2) + offset]), centre_rc, length
-
-
-def _padded(routes: dict[tuple[int, int], np.ndarray], site_flat: np.ndarray, n_steps: int) -> np.ndarray:
-    """[n_lattice, n_steps, L] of the routes, padded with the site (which is free)."""
-    width = max((len(route) for route in routes.values()), default=1)
-    out = np.repeat(site_flat[:, None, None], n_steps, axis=1).repeat(width, axis=2)
-    for (p, step), route in routes.items():
-        out[p, step, : len(route)] = route
-    return out
