@@ -67,6 +67,19 @@ def sight_table(radius: int, row_stride: int) -> tuple[np.ndarray, np.ndarray]:
     return cells, between
 
 
+def flat_index(rc, pad: int, stride: int) -> np.ndarray:
+    """Flat indices of [..., 2] (row, col) map cells in the grid padded by ``pad`` cells on every
+    side, whose rows are ``stride`` cells long."""
+    rc = np.asarray(rc)
+    return (rc[..., 0] + pad) * stride + rc[..., 1] + pad
+
+
+def map_cells(flat, pad: int, stride: int) -> np.ndarray:
+    """[..., 2] (row, col) map cells of flat indices into that padded grid (``flat_index`` undone)."""
+    rows, cols = np.divmod(np.asarray(flat), stride)
+    return np.stack([rows, cols], axis=-1) - pad
+
+
 def reachable_mask(occupied: np.ndarray, start: tuple[int, int]) -> np.ndarray:
     """Cells 4-connected to ``start`` through free cells, as a bool mask of ``occupied``'s shape."""
     height, width = occupied.shape

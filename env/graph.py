@@ -22,7 +22,7 @@ import heapq
 
 import numpy as np
 
-from env.geometry import sight_table
+from env.geometry import flat_index, map_cells, sight_table
 from env.lattice import LatticeGeometry, PathField, hop_length, opposite
 from env.sensing import FREE
 
@@ -61,7 +61,8 @@ class ViewpointGraph:
         self.position_flat = lattice.site_flat.copy()
         self.tail_check = np.append(lattice.site_flat, lattice.site_flat[lattice.start_lattice])[:, None]
         self.tails: dict[int, np.ndarray] = {}  # lattice point -> centre cells, position to site
-        self.entries: dict[tuple[int, int], tuple[np.ndarray, float]] = {}  # (lattice, step) -> (sweep, length)
+        self.entries: dict[tuple[int, int], np.ndarray] = {}  # (lattice, step) -> its own sweep
+        self.hop_length = lattice.route_length.copy()  # [n_lattice, steps], set anew for rerouted hops
         self._add(np.array([lattice.start_lattice]))
 
     def _add(self, lattice: np.ndarray) -> None:
@@ -115,6 +116,10 @@ class ViewpointGraph:
         for end, step in ((ends[0], steps), (ends[1], opposite(steps))):
             self.edge_undecided[end, step] = False
             self.edge_valid[end, step] = True
+        if self.tails:  # a hop through a tail is measured on its own cells
+            for point, far, step in zip(ends[0].tolist(), ends[1].tolist(), steps.tolist()):
+                if point in self.tails or far in self.tails:
+                    self.hop_length[point, step] = self.hop_length[far, opposite(step)] = self._measure(point, step)
 
     def _update_utility(self, belief: np.ndarray, frontier: np.ndarray) -> None:
         self.utility[:] = 0
@@ -153,7 +158,7 @@ class ViewpointGraph:
         """
         n = self.n_nodes
         targets = self._step_neighbors().tolist()
-        lengths = self._hop_lengths().tolist()
+        lengths = self.hop_length[self.lattice_of_node[:n]].tolist()
         useful = (self.utility[:n] > 0).tolist()
         distance, parent = [float("inf")] * n, [-1] * n
         distance[source] = 0.0
@@ -178,33 +183,10 @@ class ViewpointGraph:
         """[n_nodes, 2] (row, col) of every node."""
         return self.node_rc[: self.n_nodes]
 
-    def _hop_lengths(self) -> np.ndarray:
-        """[n_nodes, steps] travel in cells of each node's hop in each direction (where valid)."""
-        lengths = self.geometry.route_length[self.lattice_of_node[: self.n_nodes]].copy()
-        for point, step in self._rerouted():
-            lengths[self.node_of_lattice[point], step] = self.slot_length(self.node_of_lattice[point], step + 1)
-        return lengths
-
-    def _rerouted(self) -> list[tuple[int, int]]:
-        """(lattice point, step) of the valid hops that do not follow their lattice route alone."""
-        hops = list(self.entries)
-        for point in self.tails:
-            for step, other in enumerate(self.geometry.lattice_neighbor[point].tolist()):
-                hops += [(point, step), (other, opposite(step))] if self.edge_valid[point, step] else []
-        return hops
-
     def slot_length(self, node: int, slot: int) -> float:
         """Length in cells of the hop from ``node`` through ``slot`` (0 for slot 0, staying put),
         as :func:`env.lattice.hop_length` measures its route."""
-        if slot == 0:
-            return 0.0
-        point, step = int(self.lattice_of_node[node]), slot - 1
-        if (point, step) in self.entries:
-            return self.entries[point, step][1]
-        if point in self.tails or int(self.geometry.neighbor[point, step]) in self.tails:
-            rows, cols = np.divmod(self.sweep_positions(node, slot), self.stride)
-            return hop_length(self.geometry.occupied, np.stack([rows, cols], axis=1) - self.pad)
-        return float(self.geometry.route_length[point, step])
+        return 0.0 if slot == 0 else float(self.hop_length[self.lattice_of_node[node], slot - 1])
 
     def sweep_positions(self, node: int, slot: int) -> np.ndarray:
         """Flat indices of the cells the robot's centre crosses on the hop from ``node`` via ``slot``.
@@ -212,14 +194,21 @@ class ViewpointGraph:
         One cell per unit step along the hop's route, both ends included; a hop and its reverse
         sense from the same cells.
         """
-        point, step = int(self.lattice_of_node[node]), slot - 1
+        return self._route(int(self.lattice_of_node[node]), slot - 1)
+
+    def _route(self, point: int, step: int) -> np.ndarray:
+        """The centre cells of the hop from lattice point ``point`` in direction ``step``: the route
+        it was opened along, or its lattice route with the tails of approach nodes at its ends."""
         if (point, step) in self.entries:
-            return self.entries[point, step][0]
+            return self.entries[point, step]
         far = int(self.geometry.neighbor[point, step])
         route = self.geometry.sweeps[point, step]
         out, back = self.tails.get(point), self.tails.get(far)
         parts = ([out[:-1]] if out is not None else []) + [route] + ([back[::-1][1:]] if back is not None else [])
         return np.concatenate(parts) if len(parts) > 1 else route
+
+    def _measure(self, point: int, step: int) -> float:
+        return hop_length(self.geometry.occupied, map_cells(self._route(point, step), self.pad, self.stride))
 
     def _open_approaches(self, belief: np.ndarray, frontier: np.ndarray) -> bool:
         """When no node sees a frontier: add a node for each lattice neighbour of the graph that
@@ -239,15 +228,14 @@ class ViewpointGraph:
         blocked = (belief.reshape(-1, self.stride) != FREE)[p : p + self.height, p : p + self.width]
         # Every (node, lattice neighbour without a node) pair with a frontier cell within sight
         # range of their two boxes, searched together.
-        nodes = np.arange(self.n_nodes)
-        points = self.lattice_of_node[nodes]
+        points = self.lattice_of_node[: self.n_nodes]
         others = geometry.lattice_neighbor[points]  # [n, steps]
-        node, step = np.nonzero((others < geometry.n_lattice) & (self.node_of_lattice[others] < 0))
+        node, step = np.nonzero((others < geometry.n_lattice) & (self.node_of_lattice[others] < 0))  # [pairs]
         if not node.size:
             return False
         pairs = np.stack([points[node], others[node, step]], axis=1)
         low, high = geometry.box_pairs(pairs)
-        seen = np.stack(np.divmod(np.flatnonzero(frontier), self.stride), axis=1) - p  # [F, 2]
+        seen = map_cells(np.flatnonzero(frontier), p, self.stride)  # [F, 2]
         near = ((seen[None] >= low[:, None] - self.utility_range) & (seen[None] <= high[:, None] + self.utility_range)).all(axis=2).any(axis=1)
         node, step, pairs, low, high = node[near], step[near], pairs[near], low[near], high[near]
         if not node.size:
@@ -258,7 +246,8 @@ class ViewpointGraph:
             here, goal = tuple(self.node_rc[node[i]].tolist()), geometry.lattice_rc[other].tolist()
             gap = lambda c: (c[0] - goal[0]) ** 2 + (c[1] - goal[1]) ** 2  # noqa: E731
             cells = [c for c in field.reached(i) if gap(c) < gap(here)]
-            sees = self._utility_at(self._flat(np.array(cells, dtype=np.int64).reshape(-1, 2)), belief, frontier)
+            sees = self._utility_at(flat_index(np.array(cells, dtype=np.int64).reshape(-1, 2), p, self.stride),
+                                    belief, frontier)
             useful = [(gap(c), c, i) for c, u in zip(cells, sees) if u]
             if useful:
                 best[other] = min(useful + ([best[other]] if other in best else []))
@@ -268,22 +257,20 @@ class ViewpointGraph:
             self._grow(belief, np.array(list(best)))
         return bool(best)
 
-    def _flat(self, rc) -> np.ndarray:
-        """Flat padded indices of (row, col) map cells ([..., 2])."""
-        rc = np.asarray(rc)
-        return (rc[..., 0] + self.pad) * self.stride + rc[..., 1] + self.pad
-
     def _add_approach(self, point: int, step: int, other: int, cell: tuple[int, int], route) -> None:
         """Node for lattice point ``other`` at ``cell``, joined to ``point`` along ``route``."""
-        geometry, flat = self.geometry, self._flat
+        geometry = self.geometry
+
+        def flat(rc) -> np.ndarray:
+            return flat_index(rc, self.pad, self.stride)
+
         self._add(np.array([other]))
         self.node_rc[self.node_of_lattice[other]] = cell
         self.position_flat[other] = flat(cell)
         centre = route[1]
-        length = hop_length(geometry.occupied, centre)
-        sweep = flat(centre)
-        back = opposite(step)
-        self.entries[point, step], self.entries[other, back] = (sweep, length), (sweep[::-1].copy(), length)
+        sweep, back = flat(centre), opposite(step)
+        self.entries[point, step], self.entries[other, back] = sweep, sweep[::-1].copy()
+        self.hop_length[point, step] = self.hop_length[other, back] = hop_length(geometry.occupied, centre)
         for end, direction in ((point, step), (other, back)):
             self.edge_valid[end, direction], self.edge_undecided[end, direction] = True, False
         site = tuple(geometry.site_rc[other].tolist())

@@ -10,7 +10,7 @@ import numpy as np
 
 from env.config import MIXED, GridExploreConfig
 from env.frontiers import frontier_mask
-from env.geometry import reachable_mask
+from env.geometry import flat_index, map_cells, reachable_mask
 from env.graph import ViewpointGraph
 from env.lattice import build_lattice, n_steps_for
 from env.map_collection import map_collection
@@ -122,7 +122,7 @@ class GridExploreEnv(gym.Env):
         self.required_coverage = EXPLORED_COVERAGE
         self.stuck = False
         self.known_free = 0
-        start_flat = np.array([(start[0] + self.pad) * self.stride + start[1] + self.pad])
+        start_flat = flat_index(np.array([start]), self.pad, self.stride)
         new_cells = self._reveal(self._sensor.observe(self._occupied, start_flat))
         self._refresh()
         return self._observation(), self._info(new_cells, invalid=False)
@@ -266,8 +266,7 @@ class GridExploreEnv(gym.Env):
     def route_cells(self, positions: np.ndarray) -> list[tuple[int, int]]:
         """(row, col) map cells of flat padded ``positions``, e.g. a hop's
         :meth:`~env.graph.ViewpointGraph.sweep_positions`."""
-        rows, cols = np.divmod(positions, self.stride)
-        return list(zip((rows - self.pad).tolist(), (cols - self.pad).tolist()))
+        return [tuple(cell) for cell in map_cells(positions, self.pad, self.stride).tolist()]
 
     def _action_mask(self) -> np.ndarray:
         """1 for each slot the robot may take: an existing edge, and slot 0 (stay) only when

@@ -27,7 +27,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from env.geometry import line_cells
+from env.geometry import flat_index, line_cells
 
 # Lattice steps: the 4 axis-aligned ones, then the 4 diagonals; within each group of four the
 # opposite of step d is d + 2 (mod 4), which keeps every edge usable in both directions.
@@ -105,7 +105,7 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
     rr, cc = np.meshgrid(rows, cols, indexing="ij")
     lattice_rc = np.stack([rr.ravel(), cc.ravel()], axis=1)
     site_rc, has_site = _sites(occupied, lattice_rc, spacing)
-    site_flat = (site_rc[:, 0] + pad) * stride + site_rc[:, 1] + pad
+    site_flat = flat_index(site_rc, pad, stride)
 
     n_lattice = len(lattice_rc)
     steps = np.array(LATTICE_STEPS[:n_steps])
@@ -116,8 +116,7 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
     candidate = np.where(inside, ni * len(cols) + nj, n_lattice)
 
     def flat(rc: np.ndarray) -> np.ndarray:
-        rc = np.asarray(rc)
-        return (rc[..., 0] + pad) * stride + rc[..., 1] + pad
+        return flat_index(rc, pad, stride)
 
     # Routes in batches (pairs p -> q in one direction, their cells as flat indices):
     # (p [g], step, cells to check [g, L], centre cells [g, M], lengths [g]).

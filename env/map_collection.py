@@ -73,8 +73,8 @@ class MapCollection:
     def check_each(self) -> Iterator[str]:
         """Decode every map, yielding each one's name (a ``ValueError`` naming the file if it is
         unreadable, too small or large, or has no free cell); then ``checked`` is True."""
-        for path, name in zip(self.paths, self.names):
-            load_map(path, self.downsample)
+        for index, name in enumerate(self.names):
+            self.load(index)  # through the cache: a map the check decodes is not decoded again for play
             yield name
         _CHECKED.add(self._key)
 

@@ -11,6 +11,7 @@ import torch
 from tqdm import tqdm
 
 from config import Config, EnvConfig, load_config
+from env.map_collection import find_maps
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from graph_batch import forward_each
@@ -134,13 +135,8 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
 
 def map_dir_size(env_config: EnvConfig) -> int | None:
     """How many maps the env's ``map_dir`` holds (None without one): evaluation plays each once."""
-    if env_config.kwargs.get("map_dir") is None:
-        return None
-    env = make_env(env_config)
-    try:
-        return len(env.unwrapped.map_collection)
-    finally:
-        env.close()
+    map_dir = env_config.kwargs.get("map_dir")
+    return None if map_dir is None else len(find_maps(map_dir)[0])
 
 
 def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]]:
