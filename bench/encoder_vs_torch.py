@@ -1,6 +1,6 @@
 """Benchmark: this project's ``Encoder`` against ``torch.nn.TransformerEncoder``, forward + backward.
 
-    python -m bench.encoder_vs_torch [--nodes 64 128 256] [--batch 32] [--rounds 5]
+    python -m bench.encoder_vs_torch [--nodes 64 128 256] [--batch 32] [--rounds 5] [--impl sdpa] [--profile]
 
 Both stacks get the same sizes (D 128, 8 heads, 3 layers, feed-forward 512, pre-LayerNorm, ReLU,
 no dropout), the same input and the same boolean neighbour mask (``--neighbors`` slots per node,
@@ -8,7 +8,8 @@ self included, as the env's graphs; every node real, so torch's kernels meet no 
 row). torch's mask means the opposite (True = blocked), so it gets the negation. Each round times
 both (median of ``--repeats`` passes after two warm-ups) and the ratio of graphs per second,
 ours / torch's, is reported per round and as the median over rounds: the machine is shared, so
-only ratios taken side by side compare. Run it alone.
+only ratios taken side by side compare. ``--profile`` also prints each stack's operators by
+their share of CPU time (``torch.profiler``). Run it alone.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import time
 
 import torch
 from torch import nn
+from torch.profiler import ProfilerActivity, profile
 
 from bench.synthetic import random_graph
 from encoder import Encoder
@@ -43,6 +45,16 @@ def seconds_per_pass(run, repeats: int) -> float:
     return statistics.median(times[2:])
 
 
+def operator_shares(run, repeats: int, top: int = 6) -> str:
+    """The ``top`` operators by their own CPU time over ``repeats`` calls of ``run()``, as shares."""
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(repeats):
+            run()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events)
+    return "\n".join(f"  {e.self_cpu_time_total / total:6.1%}  {e.key}" for e in events[:top])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, nargs="+", default=[64, 128, 256])
@@ -51,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--impl", default="sdpa", choices=ATTENTION_IMPLS, help="our attention implementation")
+    parser.add_argument("--profile", action="store_true", help="also print where each stack spends its time")
     args = parser.parse_args()
     print(f"threads={torch.get_num_threads()} torch={torch.__version__} batch={args.batch} sizes={SIZES} "
           f"ours={args.impl}")
@@ -72,6 +85,10 @@ def main() -> None:
         for _ in range(args.rounds):
             ours_s, theirs_s = seconds_per_pass(run_ours, args.repeats), seconds_per_pass(run_theirs, args.repeats)
             ratios.append(theirs_s / ours_s)
+        if args.profile:
+            for name, run in (("ours", run_ours), ("torch", run_theirs)):
+                print(f"N={n} {name}: share of CPU time per operator, forward + backward, {args.repeats} passes")
+                print(operator_shares(run, args.repeats))
         print(f"N={n:>4}: ours {args.batch / ours_s:7.1f} graphs/s, torch {args.batch / theirs_s:7.1f} graphs/s "
               f"(last round); ours / torch per round {' '.join(f'{r:.2f}' for r in ratios)}, "
               f"median {statistics.median(ratios):.2f}x", flush=True)

@@ -8,7 +8,8 @@ reset whenever an episode ends; resets count towards the time. MiniGrid is optio
 (``pip install -r requirements-bench.txt``); without it its line is left out. ``GreedyValue`` is
 timed under a policy like a trained agent's (greedy's move 90% of the time, a random one
 otherwise: greedy plays out again after each of those), next to the bare env under the same policy;
-the copy it plays in, ``GridExploreEnv.lookahead_copy``, is timed next to ``copy.deepcopy``.
+the copy it plays in, ``GridExploreEnv.lookahead_copy``, is timed next to ``copy.deepcopy``, and
+a reset of the bare env (a new map each time) on its own.
 """
 from __future__ import annotations
 
@@ -38,6 +39,16 @@ def steps_per_second(make, choose, seconds: float) -> tuple[float, int]:
                 obs, _ = environment.reset()
     environment.close()
     return steps / elapsed, steps
+
+
+def reset_milliseconds(env_id: str, resets: int = 100) -> float:
+    """Milliseconds per ``reset(seed=s)`` of the bare env, s = 0 .. resets - 1 (a new map each)."""
+    world = gym.make(env_id).unwrapped
+    world.reset(seed=resets)  # warm-up: per-process tables
+    start = time.perf_counter()
+    for seed in range(resets):
+        world.reset(seed=seed)
+    return (time.perf_counter() - start) / resets * 1e3
 
 
 def copy_milliseconds(env_id: str, copies: int = 200) -> tuple[float, float]:
@@ -85,6 +96,7 @@ def main() -> None:
     print(f"{'  mostly greedy':<28} {bare:10.0f} steps/s")
     print(f"{'  mostly greedy, GreedyValue':<28} {wrapped:10.0f} steps/s  ({n} steps)")
     print(f"{'  ratio (GreedyValue / bare)':<28} {wrapped / bare:10.2f}")
+    print(f"{'  reset':<28} {reset_milliseconds(args.env_id):10.2f} ms")
     deep, lookahead = copy_milliseconds(args.env_id)
     print(f"{'  copy.deepcopy':<28} {deep:10.3f} ms")
     print(f"{'  lookahead_copy':<28} {lookahead:10.3f} ms")
