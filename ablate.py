@@ -15,6 +15,8 @@ travel_to_complete.png and ratio_to_nearest_frontier.png.
 """
 from __future__ import annotations
 
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
 import argparse
 import sys
 from pathlib import Path

@@ -20,6 +20,8 @@ a CI over maps, instead of one run's.
 """
 from __future__ import annotations
 
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
 import argparse
 import json
 import sys

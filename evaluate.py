@@ -20,6 +20,8 @@ checked before the first episode, and ``--json`` records each episode's ``map_fi
 """
 from __future__ import annotations
 
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
 import argparse
 import json
 import sys

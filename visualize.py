@@ -13,6 +13,8 @@ the robot's node unless ``--query`` names another.
 """
 from __future__ import annotations
 
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
 import argparse
 import math
 import sys

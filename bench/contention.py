@@ -1,21 +1,28 @@
 """A short training alone and beside a second CPU-bound torch process, under each OpenMP wait setting.
 
-    python -m bench.contention [--config configs/default.yaml] [--updates 2] [--settings default PASSIVE ...]
-    python -m bench.contention --alone-rounds 3 --settings default PASSIVE THREADS=1
+    python -m bench.contention [--config configs/default.yaml] [--updates 3] [--settings project libgomp ...]
+    python -m bench.contention --competitor libgomp --settings project
+    python -m bench.contention --alone-rounds 3 --settings project libgomp THREADS=1
 
-For each setting of torch's OpenMP runtime (libgomp) - ``default`` (nothing set: idle threads
-spin 300,000 rounds before sleeping), ``ACTIVE`` / ``PASSIVE`` (``OMP_WAIT_POLICY``: spin for
-ever / sleep at once), ``SPIN=N`` (``GOMP_SPINCOUNT=N``) or ``THREADS=N`` (``run.torch_threads=N``) - runs ``train.py`` for ``--updates`` updates alone,
-then again beside a competitor: a second process doing torch matrix products on every core,
-under the same setting (another training, an evaluation or the tests, as users run them). Prints
-each training's env steps/s (from the run's ``charts/SPS``), the ratio beside / alone (a fair
-share of the cores would be 0.5x), and the competitor's products per second alone and beside.
-With ``--alone-rounds R`` it only trains alone, the settings taking turns for R rounds (for the
-speed alone, which the machine's noise blurs in a single run). Takes a few minutes; run it alone
-on the machine. The settings take effect only in a process
-that has not imported torch yet, hence the subprocesses.
+The settings of torch's OpenMP runtime (libgomp): ``project`` (nothing set: the programs' own
+choice, ``openmp_wait.SPIN_COUNT`` rounds of spinning before an idle thread sleeps),
+``libgomp`` (libgomp's default, 300,000 rounds; set explicitly, since our programs would
+otherwise set their own), ``ACTIVE`` / ``PASSIVE`` (``OMP_WAIT_POLICY``: spin for ever / sleep at
+once), ``SPIN=N`` (``GOMP_SPINCOUNT=N``) or ``THREADS=N`` (the project's setting with
+``run.torch_threads=N``). Under each, runs ``train.py`` for ``--updates`` updates alone, then
+again beside a competitor: a second process doing torch matrix products on every core (another
+training, an evaluation or the tests, as users run them), under the same setting or, with
+``--competitor libgomp``, under libgomp's default (any other torch program). Prints each
+training's env steps/s (from the run's ``charts/SPS``), the ratio beside / alone (a fair share
+of the cores would be 0.5x), and the competitor's products per second alone and beside. With
+``--alone-rounds R`` it only trains alone, the settings taking turns for R rounds (for the
+speed alone, which the machine's noise blurs in a single run). Takes a few minutes (more for
+``libgomp``, whose training beside a competitor crawls); run it alone on the machine. The
+settings take effect only in a process that has not imported torch yet, hence the subprocesses.
 """
 from __future__ import annotations
+
+from openmp_wait import OPENMP_WAIT_VARIABLES  # first: how torch's threads wait; see the module
 
 import argparse
 import os
@@ -30,8 +37,12 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from config import load_config
 
+LIBGOMP_SPIN_COUNT = 300_000
+"""libgomp's own spin count when neither OpenMP wait variable is set."""
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPETITOR = """
+import openmp_wait  # as our programs: the project's setting unless one is in the environment
 import signal, sys, time, torch
 x = torch.randn(384, 384)
 count, start = 0, time.perf_counter()
@@ -48,13 +59,15 @@ while True:
 
 def environment(setting: str) -> dict[str, str]:
     """This process's environment with the OpenMP variables of ``setting`` (and no others)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env = {k: v for k, v in os.environ.items() if k not in OPENMP_WAIT_VARIABLES}
     if setting in ("ACTIVE", "PASSIVE"):
         env["OMP_WAIT_POLICY"] = setting
+    elif setting == "libgomp":
+        env["GOMP_SPINCOUNT"] = str(LIBGOMP_SPIN_COUNT)
     elif setting.startswith("SPIN="):
         env["GOMP_SPINCOUNT"] = setting.removeprefix("SPIN=")
-    elif setting != "default" and not setting.startswith("THREADS="):
-        raise SystemExit(f"unknown setting {setting!r}: default, ACTIVE, PASSIVE, SPIN=N or THREADS=N")
+    elif setting != "project" and not setting.startswith("THREADS="):
+        raise SystemExit(f"unknown setting {setting!r}: project, libgomp, ACTIVE, PASSIVE, SPIN=N or THREADS=N")
     return env
 
 
@@ -64,7 +77,7 @@ def thread_overrides(setting: str) -> list[str]:
 
 
 def start_competitor(setting: str) -> subprocess.Popen:
-    process = subprocess.Popen([sys.executable, "-c", COMPETITOR], env=environment(setting),
+    process = subprocess.Popen([sys.executable, "-c", COMPETITOR], cwd=ROOT, env=environment(setting),
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout.readline().strip() == "ready"
     return process
@@ -97,8 +110,10 @@ def competitor_alone(setting: str, seconds: float) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="configs/default.yaml")
-    parser.add_argument("--updates", type=int, default=2)
-    parser.add_argument("--settings", nargs="+", default=["default", "PASSIVE"])
+    parser.add_argument("--updates", type=int, default=3)
+    parser.add_argument("--settings", nargs="+", default=["project", "libgomp"])
+    parser.add_argument("--competitor", choices=("same", "libgomp"), default="same",
+                        help="the competitor's OpenMP setting: the training's, or libgomp's default")
     parser.add_argument("--seconds", type=float, default=10, help="how long the competitor is timed alone")
     parser.add_argument("--alone-rounds", type=int, default=0, help="only train alone, settings alternating")
     args = parser.parse_args(argv)
@@ -111,14 +126,16 @@ def main(argv: list[str] | None = None) -> None:
                          for i, setting in enumerate(args.settings)]
                 print(f"| {round_} | " + " | ".join(f"{rate:.0f}" for rate in rates) + " |", flush=True)
         return
+    print(f"competitor's setting: {args.competitor}")
     print("| OpenMP setting | training alone (steps/s) | beside a competitor | beside / alone | "
           "competitor alone (products/s) | competitor beside |")
     print("| --- | --- | --- | --- | --- | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for i, setting in enumerate(args.settings):
+            rival = setting if args.competitor == "same" else "libgomp"
             alone = training_sps(args.config, args.updates, setting, Path(tmp) / f"{i}_alone")
-            competitor_solo = competitor_alone(setting, args.seconds)
-            competitor = start_competitor(setting)
+            competitor_solo = competitor_alone(rival, args.seconds)
+            competitor = start_competitor(rival)
             beside = training_sps(args.config, args.updates, setting, Path(tmp) / f"{i}_beside")
             competitor_beside = stop_competitor(competitor)
             print(f"| {setting} | {alone:.0f} | {beside:.0f} | {beside / alone:.2f}x | {competitor_solo:.0f} | "

@@ -13,6 +13,8 @@ their share of CPU time (``torch.profiler``). Run it alone.
 """
 from __future__ import annotations
 
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
 import argparse
 import statistics
 import time

@@ -17,6 +17,8 @@ prints the per-map travel ratios.
 """
 from __future__ import annotations
 
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
 import argparse
 from collections.abc import Callable
 
