@@ -64,7 +64,8 @@ class EnvConfig:
     num_envs: int = 8
     """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""
     vector: Literal["sync", "async", "ray"] = "sync"
-    """gymnasium's SyncVectorEnv (one process) or AsyncVectorEnv (one process per env), or ``ray``:
+    """gymnasium's SyncVectorEnv (one process), ``async``: two AsyncVectorEnvs (one process per env)
+    stepped in turns, so one half's envs step while the policy acts for the other, or ``ray``:
     ``workers`` Ray actors, each stepping a contiguous slice of the envs with a CPU copy of the
     policy (``docs/scaling.md``). The rollout is the same whichever is chosen."""
     workers: int = 1

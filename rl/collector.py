@@ -1,8 +1,10 @@
 """Collectors: (policy weights, envs) -> a ``Rollout`` of ``num_steps`` steps from every env.
 
 The seam the training loop collects through. ``VectorEnvCollector`` steps a gymnasium vector env
-in this process; ``rl.cluster.collector.RayCollector`` gives slices of the envs to Ray actors,
-each a ``VectorEnvCollector`` over its slice. Two things make a rollout independent of how the
+in this process; ``InterleavedCollector`` (``env.vector: async``) steps two halves of the envs
+in turns, each half's forward passes running while the other half's envs step in their
+processes; ``rl.cluster.collector.RayCollector`` gives slices of the envs to Ray actors, each a
+``VectorEnvCollector`` over its slice. Two things make a rollout independent of how the
 envs are split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its
 action is sampled from its own observation's forward pass (``graph_batch.forward_each``) with a
 seed drawn from where it is (``rl.seeding.action_seed``).
@@ -10,10 +12,12 @@ seed drawn from where it is (``rl.seeding.action_seed``).
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import zip_longest
 from typing import Protocol
 
 import torch
+from gymnasium.vector import AsyncVectorEnv
 from torch import Tensor, nn
 
 from config import Config
@@ -72,11 +76,16 @@ class VectorEnvCollector:
         self.bootstrap.start(self.envs)
 
     def collect(self, policy: nn.Module) -> Rollout:
-        with one_torch_thread():  # as forward_each would per call: switched once, not per step
-            return self._collect(policy)
-
-    def _collect(self, policy: nn.Module) -> Rollout:
         rollout = Rollout(self.num_steps, self.envs.num_envs)
+        with one_torch_thread():  # as forward_each would per call: switched once, not per step
+            for _ in self.steps(policy, rollout):
+                pass
+        return rollout
+
+    def steps(self, policy: nn.Module, rollout: Rollout) -> Iterator[None]:
+        """Fill ``rollout``, one step of every env at a time. Pauses (yields) while the envs step,
+        between sending the actions and receiving the results, so that another collector's policy
+        can run meanwhile (``InterleavedCollector``); a sync vector env steps after the pause."""
         policy.eval()
         for t in range(self.num_steps):
             seeds = [action_seed(self.run_seed, i, episode, len(actions)) for i, episode, actions
@@ -86,7 +95,13 @@ class VectorEnvCollector:
             rollout.actions[t], rollout.values[t] = action, value
             rollout.bootstrap_values[t] = self.bootstrap.current(value)
 
-            self.obs, reward, terminated, truncated, info = self.envs.step(action.numpy())
+            if isinstance(self.envs, AsyncVectorEnv):
+                self.envs.step_async(action.numpy())
+                yield
+                self.obs, reward, terminated, truncated, info = self.envs.step_wait()
+            else:
+                yield
+                self.obs, reward, terminated, truncated, info = self.envs.step(action.numpy())
             rollout.rewards[t] = torch.as_tensor(reward, dtype=torch.float32)
             rollout.terminated[t], rollout.truncated[t] = torch.as_tensor(terminated), torch.as_tensor(truncated)
             if truncated.any():
@@ -95,13 +110,57 @@ class VectorEnvCollector:
             rollout.episodes += self._progress.record_step(t, action.tolist(), reward, terminated, truncated,
                                                            info.get("final_info"))
         rollout.next_bootstrap_values = self.bootstrap.next(policy, self.obs)
-        return rollout
 
     def progress(self) -> EpisodeProgress:
         return self._progress
 
     def close(self) -> None:
         self.envs.close()
+
+
+def contiguous_slices(n: int, parts: int) -> list[range]:
+    """``range(n)`` cut into ``parts`` contiguous slices, as even as can be: 10, 3 -> 4, 3, 3."""
+    size, extra = divmod(n, parts)
+    starts = [w * size + min(w, extra) for w in range(parts + 1)]
+    return [range(starts[w], starts[w + 1]) for w in range(parts)]
+
+
+class InterleavedCollector:
+    """``env.vector: async``: the envs in two halves, each an async vector env (one process per
+    env), stepped in turns::
+
+        half A: forward passes -> send actions        ... receive results -> forward passes -> ...
+        half B:                   forward passes -> send actions        ... receive results -> ...
+
+    While one half's envs step (and play greedy out for W) in their processes, this process runs
+    the other half's forward passes, so both keep the cores busy. Each env samples with its own
+    seeds, so the rollout is the one ``sync`` collects, bit for bit.
+    """
+
+    def __init__(self, config: Config, progress: EpisodeProgress | None = None, halves: int = 2):
+        self.slices = contiguous_slices(config.env.num_envs, min(halves, config.env.num_envs))
+        self.parts: list[VectorEnvCollector] = []
+        try:
+            for envs in self.slices:
+                place = None if progress is None else progress.slice(envs.start, len(envs))
+                self.parts.append(VectorEnvCollector(config, place, envs))
+        except BaseException:
+            self.close()
+            raise
+
+    def collect(self, policy: nn.Module) -> Rollout:
+        rollouts = [Rollout(part.num_steps, len(part.env_indices)) for part in self.parts]
+        with one_torch_thread():
+            for _ in zip_longest(*(part.steps(policy, r) for part, r in zip(self.parts, rollouts))):
+                pass  # each half in turn: its forward passes, then it leaves its envs stepping
+        return Rollout.join(rollouts)
+
+    def progress(self) -> EpisodeProgress:
+        return EpisodeProgress.join([part.progress() for part in self.parts])
+
+    def close(self) -> None:
+        for part in self.parts:
+            part.close()
 
 
 def check_collector_settings(config: Config) -> None:
@@ -118,4 +177,6 @@ def make_collector(config: Config, progress: EpisodeProgress | None = None) -> C
     if config.env.vector == "ray":
         from rl.cluster.collector import RayCollector
         return RayCollector(config, progress)
+    if config.env.vector == "async":
+        return InterleavedCollector(config, progress)
     return VectorEnvCollector(config, progress)

@@ -31,7 +31,7 @@ from config import Config
 from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.cluster.connect import ClusterError, cluster_cpus, connect
-from rl.collector import VectorEnvCollector
+from rl.collector import VectorEnvCollector, contiguous_slices
 from rl.episodes import EpisodeProgress
 
 log = logging.getLogger(__name__)
@@ -39,13 +39,6 @@ log = logging.getLogger(__name__)
 RESTARTS_PER_ROLLOUT = 3
 """A worker that dies more often than this within one rollout stops the run (something is wrong
 with the machine or the env, not a passing failure)."""
-
-
-def contiguous_slices(n: int, parts: int) -> list[range]:
-    """``range(n)`` cut into ``parts`` contiguous slices, as even as can be: 10, 3 -> 4, 3, 3."""
-    size, extra = divmod(n, parts)
-    starts = [w * size + min(w, extra) for w in range(parts + 1)]
-    return [range(starts[w], starts[w + 1]) for w in range(parts)]
 
 
 class SliceRollout(NamedTuple):

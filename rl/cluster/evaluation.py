@@ -17,7 +17,7 @@ from tqdm import tqdm
 from config import EnvConfig, ModelConfig
 from env.baselines import BASELINES
 from policy import PolicyNet
-from rl.cluster.collector import contiguous_slices
+from rl.collector import contiguous_slices
 from rl.cluster.connect import completion_order
 from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
 

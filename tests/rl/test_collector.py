@@ -7,7 +7,7 @@ import torch
 from graph_batch import forward_each, forward_observations
 from policy import PolicyNet
 from rl.buffer import Rollout
-from rl.collector import VectorEnvCollector, sample_actions
+from rl.collector import InterleavedCollector, VectorEnvCollector, contiguous_slices, make_collector, sample_actions
 from rl.episodes import EpisodeProgress
 from tests.helpers import assert_same_rollout, observations, smoke_config
 
@@ -73,6 +73,34 @@ def test_sampled_actions_follow_the_policy_and_never_take_a_masked_slot():
     # Each frequency within 4 standard errors of its probability.
     assert ((counts / n - probs).abs() <= 4 * (probs * (1 - probs) / n).sqrt() + 1e-9).all(), (counts / n, probs)
     assert sample_actions(policy, obs, [7])[0] == sample_actions(policy, obs, [7])[0]
+
+
+def test_contiguous_slices_are_contiguous_and_even():
+    assert contiguous_slices(10, 3) == [range(0, 4), range(4, 7), range(7, 10)]
+    assert contiguous_slices(2, 2) == [range(0, 1), range(1, 2)]
+    assert [i for s in contiguous_slices(7, 4) for i in s] == list(range(7))
+
+
+@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
+@pytest.mark.parametrize("num_envs", [1, 3])
+def test_interleaved_halves_collect_the_sync_rollout_and_resume_from_their_places(tmp_path, gae_values, num_envs):
+    config = smoke_config(tmp_path, f"env.num_envs={num_envs}", "env.kwargs.max_steps=8", "env.vector=async",
+                          f"ppo.gae_values={gae_values}")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    interleaved = make_collector(config)
+    assert isinstance(interleaved, InterleavedCollector)
+    assert [len(part.env_indices) for part in interleaved.parts] == ([1] if num_envs == 1 else [2, 1])
+    whole, progress = collect_split(config, policy, [num_envs], rollouts=2)
+    first = interleaved.collect(policy)
+    assert_same_rollout(first, whole[0])
+    resumed = InterleavedCollector(config, interleaved.progress())  # as from a checkpoint after the first
+    assert_same_rollout(resumed.collect(policy), whole[1])
+    assert_same_rollout(interleaved.collect(policy), whole[1])
+    assert interleaved.progress() == resumed.progress() == progress
+    assert any(r.truncated.any() for r in whole)  # autoresets were crossed
+    interleaved.close()
+    resumed.close()
 
 
 def test_an_async_vector_env_collects_the_sync_rollout(tmp_path):

@@ -7,15 +7,9 @@ import torch
 
 from config import ConfigError
 from policy import PolicyNet
-from rl.cluster.collector import RayCollector, contiguous_slices
+from rl.cluster.collector import RayCollector
 from rl.collector import VectorEnvCollector
 from tests.helpers import assert_same_rollout, kill_worker_after, smoke_config
-
-
-def test_contiguous_slices_are_contiguous_and_even():
-    assert contiguous_slices(10, 3) == [range(0, 4), range(4, 7), range(7, 10)]
-    assert contiguous_slices(2, 2) == [range(0, 1), range(1, 2)]
-    assert [i for s in contiguous_slices(7, 4) for i in s] == list(range(7))
 
 
 @pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
