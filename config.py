@@ -40,7 +40,8 @@ class ModelConfig:
     """C in the pointer's logits C * tanh(...) (reference: 10)."""
     attention_impl: str = "sdpa"
     """Attention implementation, one of ``encoder.attention.ATTENTION_IMPLS`` (reference, sdpa,
-    sparse): all give the same result; sdpa is fastest (docs/performance.md)."""
+    sparse, auto): all give the same result; sdpa is fastest at this project's sizes, sparse from
+    about 80 nodes per neighbour, and auto picks between them (docs/performance.md)."""
     separate_critic: bool = False
     """Give the value head its own embedding, encoder and decoder (the reference keeps separate networks)."""
 

@@ -3,14 +3,15 @@
 Shape legend used throughout: B batch, Nq queries, Nk keys, D embedding, H heads, d = D / H.
 The reference code names them ``n_batch``, ``n_query``, ``n_key``, ``n_dim``.
 
-``MultiHeadAttention`` projects and splits heads; the attention itself is one of three
+``MultiHeadAttention`` projects and splits heads; the attention itself is one of four
 interchangeable functions with one signature (``ATTENTION_IMPLS`` names them):
 
     attend(Q [B,H,Nq,d], K [B,H,Nk,d], V [B,H,Nk,d], mask [B,Nq,Nk] or None, norm_factor, need_weights)
         -> (heads [B,H,Nq,d], weights [B,H,Nq,Nk] or None)
 
 ``reference_attention`` below is the one to read; ``sdpa_attention`` and ``sparse_attention``
-compute the same numbers faster or over an edge list.
+compute the same numbers faster or over an edge list, and ``auto_attention`` picks between
+those two by the mask's size and degree.
 """
 from __future__ import annotations
 
@@ -54,12 +55,40 @@ def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_fa
     return heads.masked_fill(~has_key, 0.0), None
 
 
+SPARSE_FROM_KEYS_PER_NEIGHBOUR = 80
+"""``auto`` takes the edge list once a query has this many keys (Nk) per allowed one, or more.
+
+The dense paths cost O(Nk^2) per graph, the edge list O(Nk x degree) with a larger constant. On
+the 2-core CPU of docs/performance.md ("When the edge list wins") the edge list's speed over
+SDPA's, forward + backward, was about (Nk / degree) / 75: 0.65x at 256 nodes of 9 neighbours,
+1.06x at 768; 0.44x at 256 of 20, 0.87x at 1,280, 1.39x at 2,048. The reference's graphs (about
+360 nodes of up to 20 neighbours) stay dense."""
+
+
+def prefers_sparse(mask: Tensor) -> bool:
+    """Whether the edge list beats SDPA for ``mask`` [B,Nq,Nk]: Nk at least
+    ``SPARSE_FROM_KEYS_PER_NEIGHBOUR`` times the mean number of allowed keys of a query that has any."""
+    queries = int(mask.any(dim=-1).sum())
+    return queries > 0 and mask.shape[-1] * queries >= SPARSE_FROM_KEYS_PER_NEIGHBOUR * int(mask.sum())
+
+
+def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
+                   need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    """``sparse_attention`` where the graph is large and sparse enough for it to win on the CPU
+    (``prefers_sparse``), else ``sdpa_attention``. On a GPU it is always SDPA (the crossover there
+    is not measured)."""
+    if mask is not None and Q.device.type == "cpu" and prefers_sparse(mask):
+        return sparse_attention(Q, K, V, mask, norm_factor, need_weights)
+    return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
+
+
 def _per_head(mask: Tensor | None) -> Tensor | None:
     """[B,Nq,Nk] -> [B,1,Nq,Nk], broadcast over heads."""
     return None if mask is None else mask.unsqueeze(1)
 
 
-ATTENTION = {"reference": reference_attention, "sdpa": sdpa_attention, "sparse": sparse_attention}
+ATTENTION = {"reference": reference_attention, "sdpa": sdpa_attention, "sparse": sparse_attention,
+             "auto": auto_attention}
 ATTENTION_IMPLS = tuple(ATTENTION)
 """The names ``model.attention_impl`` accepts; all give the same outputs, weights and gradients."""
 
@@ -82,7 +111,8 @@ class MultiHeadAttention(nn.Module):
         bias: add biases to the four projections (the reference has none).
         attention_impl: one of ``ATTENTION_IMPLS``: ``"reference"`` (explicit matmuls +
             ``masked_fill``: the code to read), ``"sdpa"`` (``F.scaled_dot_product_attention``:
-            fused kernels) or ``"sparse"`` (PyG softmax + scatter over the mask's edge list).
+            fused kernels), ``"sparse"`` (PyG softmax + scatter over the mask's edge list) or
+            ``"auto"`` (``sparse`` for large sparse graphs, else ``sdpa``; ``auto_attention``).
 
     Shapes:
         q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to

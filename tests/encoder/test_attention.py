@@ -1,4 +1,4 @@
-"""MultiHeadAttention against torch's and PyG's attention, and its three implementations against each other."""
+"""MultiHeadAttention against torch's and PyG's attention, and its implementations against each other."""
 import pytest
 import torch
 from torch import nn
@@ -126,7 +126,7 @@ def test_bad_head_count_names_the_allowed_ones():
 
 
 def test_unknown_implementation_is_an_error():
-    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse'\], got 'flash'"):
+    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'auto'\], got 'flash'"):
         MultiHeadAttention(32, 4, attention_impl="flash")
 
 
@@ -140,3 +140,30 @@ def test_mismatched_shapes_are_reported():
     q, kv, _ = make_inputs()
     with pytest.raises(ValueError, match="expected q"):
         attention_module(2, "sdpa")(q, kv[..., :16])
+
+
+def test_auto_takes_the_edge_list_only_for_large_sparse_graphs_and_matches_the_reference(monkeypatch, make_graph):
+    from encoder import attention
+    from encoder.graph import adjacency_from_neighbors
+
+    taken = []
+    monkeypatch.setattr(attention, "sparse_attention",
+                        lambda *args: taken.append("sparse") or attention.ATTENTION["sparse"](*args))
+    monkeypatch.setattr(attention, "sdpa_attention",
+                        lambda *args: taken.append("sdpa") or attention.ATTENTION["sdpa"](*args))
+    reference, auto = attention_module(2, "reference"), attention_module(2, "auto")
+    # 4 slots per node (self and up to 3 neighbours): sparse from 80 x 4 = 320 nodes, whatever the padding.
+    for n, path in ((160, "sdpa"), (400, "sparse")):
+        neighbors, node_mask = make_graph(2, n, 4, seed=n, n_real=[n, n - 7])
+        mask = adjacency_from_neighbors(neighbors, node_mask)
+        degree = mask.sum() / mask.any(-1).sum()
+        assert attention.prefers_sparse(mask) == (n >= attention.SPARSE_FROM_KEYS_PER_NEIGHBOUR * degree)
+        x = torch.randn(2, n, D, requires_grad=True)
+        out, _ = auto(x, mask=mask)
+        expected, _ = reference(x, mask=mask)
+        torch.testing.assert_close(out, expected)
+        grad, = torch.autograd.grad(out.square().sum(), x)
+        expected_grad, = torch.autograd.grad(expected.square().sum(), x)
+        torch.testing.assert_close(grad, expected_grad)
+        assert taken == [path]
+        taken.clear()
