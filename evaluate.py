@@ -26,14 +26,15 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 
 from config import ConfigError, EnvConfig, apply_override, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import check_env_config
-from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size, summarise, travel_ratio
+from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
+                           map_dir_size)
 from stats import format_mean_ci
 
 COLUMNS = {  # summary key -> (header, decimals)
@@ -44,7 +45,6 @@ COLUMNS = {  # summary key -> (header, decimals)
 }
 
 
-REFERENCES = ("nearest_frontier", "greedy")
 """Travel is compared per map with each of these, when it ran: the goal, and the bar to clear."""
 
 
@@ -152,14 +152,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--address: {error}")
     else:
         results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif)
-    summaries = {name: summarise(r) for name, r in results.items()}
-    ratios = {reference: {name: travel_ratio(r, results[reference]) for name, r in results.items() if name != reference}
-              for reference in REFERENCES if reference in results}
-    print(format_table(summaries, ratios))
+    report = evaluation_report(results, args.episodes, args.seed, env_config)
+    print(format_table(report["summaries"], {reference: report[f"travel_ratio_to_{reference}"]
+                                             for reference in REFERENCES if reference in results}))
     if args.json:
-        report = {"episodes": args.episodes, "seed": args.seed, "env": asdict(env_config), "summaries": summaries,
-                  **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
-                  "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}
         atomic_write_text(args.json, json.dumps(report, indent=2))
     if args.gif:
         print(f"GIF of {next(iter(results))}'s first episode: {args.gif}")

@@ -22,6 +22,8 @@ from rl.seeding import eval_episode_seed
 from stats import mean_ci
 
 AGENT = "agent"
+REFERENCES = ("nearest_frontier", "greedy")
+"""The baselines travel is compared against, where present."""
 """The trained policy's name in reports and tables ("agent (argmax)": it takes its most probable move)."""
 
 Actor = Callable[[dict, gym.Env], int]
@@ -164,3 +166,15 @@ def travel_ratio(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResul
     ratios = [a / b for a, b in completed_travel_pairs(ours, reference)]
     mean, half = mean_ci(ratios)
     return mean, half, len(ratios)
+
+
+def evaluation_report(results: Mapping[str, Sequence[EpisodeResult]], episodes: int, seed: int,
+                      env: EnvConfig) -> dict:
+    """What ``evaluate.py --json`` writes and ``compare.py`` reads: the summaries, the travel
+    ratios to each of ``REFERENCES`` present, and every episode's result."""
+    ratios = {reference: {name: travel_ratio(r, results[reference]) for name, r in results.items() if name != reference}
+              for reference in REFERENCES if reference in results}
+    return {"episodes": episodes, "seed": seed, "env": asdict(env),
+            "summaries": {name: summarise(r) for name, r in results.items()},
+            **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
+            "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}

@@ -8,13 +8,15 @@ from pathlib import Path
 from stats import format_mean_ci, mean_ci
 
 COLUMNS = ["label", "seed", "parameters", "success_rate", "coverage", "travel_to_complete",
-           "ratio_to_nearest_frontier", "final_return", "sps", "run_dir", "node"]
+           "ratio_to_nearest_frontier", "ratio_to_greedy", "final_return", "sps", "train_minutes", "run_dir", "node"]
 METRICS = {  # column -> (header, decimals)
     "success_rate": ("success rate", 2),
     "travel_to_complete": ("travel to complete (cells)", 1),
     "ratio_to_nearest_frontier": ("travel / nearest frontier", 3),
+    "ratio_to_greedy": ("travel / greedy", 3),
     "final_return": ("final return", 2),
     "sps": ("training SPS", 0),
+    "train_minutes": ("training minutes", 1),
 }
 
 

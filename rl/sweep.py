@@ -21,10 +21,12 @@ from config import Config, flat_settings, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text
 from rl.checkpoint import latest_checkpoint
-from rl.evaluation import evaluate_actors, argmax_actor, summarise, travel_ratio
+from rl.evaluation import AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, summarise, travel_ratio
 from rl.trainer import Trainer
 
 RESULT = "result.json"
+EVALUATION = "evaluation.json"
+"""Every held-out episode of the agent and the baselines, as ``evaluate.py --json`` writes it."""
 
 NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device")
 """Settings a rerun may change without making a finished run stale: they decide how fast, not what."""
@@ -106,10 +108,13 @@ def run_one(spec: RunSpec) -> dict:
         trainer = Trainer.create(config, run_dir)
     trainer.train(progress=False)
 
-    actors = {"agent": argmax_actor(trainer.policy.eval()), "nearest_frontier": BASELINES["nearest_frontier"]}
+    actors = {AGENT: argmax_actor(trainer.policy.eval()), **{name: BASELINES[name] for name in REFERENCES}}
     episodes = evaluate_actors(actors, trainer.config.env, spec.episodes, spec.eval_seed, progress=False)
-    agent = summarise(episodes["agent"])
-    ratio, _, _ = travel_ratio(episodes["agent"], episodes["nearest_frontier"])
+    report = evaluation_report(episodes, spec.episodes, spec.eval_seed, trainer.config.env)
+    atomic_write_text(run_dir / EVALUATION, json.dumps(report))  # per map, for compare.py's paired comparison
+    agent = summarise(episodes[AGENT])
+    ratio, _, _ = travel_ratio(episodes[AGENT], episodes["nearest_frontier"])
+    ratio_to_greedy, _, _ = travel_ratio(episodes[AGENT], episodes["greedy"])
     series = scalar_series(run_dir, "charts/episodic_return", "charts/coverage", "charts/SPS")
     steps, returns = series["charts/episodic_return"]
     coverage_steps, coverage = series["charts/coverage"]
@@ -119,8 +124,11 @@ def run_one(spec: RunSpec) -> dict:
         "parameters": sum(p.numel() for p in trainer.policy.parameters()),
         "success_rate": agent["success_rate"][0], "coverage": agent["coverage"][0],
         "travel_to_complete": agent["travel_to_complete"][0], "ratio_to_nearest_frontier": ratio,
+        "ratio_to_greedy": ratio_to_greedy,
         "final_return": float(np.mean(returns[-20:])) if returns else float("nan"),
         "sps": sps[-1] if sps else float("nan"),
+        # charts/SPS averages since the run (re)started: after a resume, the minutes are an estimate
+        "train_minutes": trainer.global_step / sps[-1] / 60 if sps else float("nan"),
         "curves": {"return": [steps, returns], "coverage": [coverage_steps, coverage]},
     }
     atomic_write_text(run_dir / RESULT, json.dumps(result))

@@ -31,6 +31,26 @@ def test_a_2x2_sweep_writes_every_file_with_the_right_rows(sweep):
     assert table.count("| model.n_heads=") == 2
 
 
+def test_each_run_keeps_its_episodes_for_a_paired_comparison(sweep, capsys):
+    import compare
+    from rl.sweep import EVALUATION
+
+    reports = sorted(sweep.glob(f"*/{EVALUATION}"))
+    assert len(reports) == 4
+    runs = list(csv.DictReader(open(sweep / "results.csv")))
+    for path in reports:
+        report = compare.load_report(path)
+        assert set(report.episodes) == {"agent", "nearest_frontier", "greedy"}
+        assert all(len(episodes) == 2 for episodes in report.episodes.values())
+        row = next(r for r in runs if r["run_dir"] == str(path.parent))
+        ratio_to_greedy = json.loads(path.read_text())["travel_ratio_to_greedy"]["agent"]
+        assert float(row["ratio_to_greedy"]) == pytest.approx(ratio_to_greedy[0], nan_ok=True)
+    # Two seeds of one head count pooled per map against the other's: compare.py reads them as they are.
+    heads1, heads2 = ([str(p) for p in reports if f"n_heads={h}_" in str(p)] for h in (1, 2))
+    assert compare.main([*heads1, heads2[0], "--policy", "agent", "--reference", "agent"]) == 0
+    assert "agent" in capsys.readouterr().out
+
+
 def test_rerun_skips_finished_runs_and_resumes_a_killed_one(sweep):
     finished = sweep / "model.n_heads=1_seed1"
     killed = sweep / "model.n_heads=2_seed2"
