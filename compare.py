@@ -1,6 +1,7 @@
 """Compare ``evaluate.py --json`` reports map by map.
 
     python compare.py NEW.json [NEW.json ...] BASE.json [--policy agent] [--reference greedy ...]
+    python compare.py NEW.json [NEW.json ...] --base BASE.json [BASE.json ...] [--policy agent] [--reference agent]
 
 Both reports must cover the same held-out maps: the same ``--seed`` and the same environment
 settings (episode i's map depends on nothing else, so reports of different lengths are compared
@@ -16,7 +17,12 @@ of an earlier full report, or two runs against each other, without running anyth
 Several NEW reports (runs of other seeds, say, each evaluated on the same maps) are pooled: a
 policy's travel on a map is its mean over the reports, and a map counts as completed only when
 every report completed it. The ratio then measures the training procedure's average agent, with
-a CI over maps, instead of one run's.
+a CI over maps, instead of one run's. With ``--base``, BASE may be several reports too, pooled
+the same way: two settings of a sweep, five seeds each, compared map by map
+(``ablate.py`` keeps each run's report as ``evaluation.json``)::
+
+    python compare.py runs/heads/model.n_heads=8_seed*/evaluation.json \
+        --base runs/heads/model.n_heads=1_seed*/evaluation.json --policy agent --reference agent
 """
 from __future__ import annotations
 
@@ -147,29 +153,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("reports", type=Path, nargs="+", metavar="REPORT",
                         help="NEW.json [NEW.json ...] BASE.json: evaluate.py --json reports; the policies of "
                              "NEW (pooled per map when several) are compared with those of BASE, the last")
+    parser.add_argument("--base", type=Path, nargs="+", metavar="BASE",
+                        help="BASE reports (pooled per map when several); every positional report is then NEW")
     parser.add_argument("--policy", nargs="+", help="policies of NEW to compare (default: all)")
     parser.add_argument("--reference", nargs="+", help="policies of BASE to compare with (default: all)")
     args = parser.parse_args(argv)
-    if len(args.reports) < 2:
-        parser.error(f"got one report ({args.reports[0]}): give NEW.json [NEW.json ...] BASE.json")
-    new_paths, base_path = args.reports[:-1], args.reports[-1]
-    resolved = [path.resolve() for path in args.reports]
-    twice = sorted({str(p) for p in args.reports if resolved.count(p.resolve()) > 1})
+    if args.base:
+        new_paths, base_paths = args.reports, args.base
+    elif len(args.reports) < 2:
+        parser.error(f"got one report ({args.reports[0]}): give NEW.json [NEW.json ...] BASE.json, or --base")
+    else:
+        new_paths, base_paths = args.reports[:-1], args.reports[-1:]
+    every = [*new_paths, *base_paths]
+    resolved = [path.resolve() for path in every]
+    twice = sorted({str(p) for p in every if resolved.count(p.resolve()) > 1})
     if twice:
         parser.error(f"{twice} given more than once: a report compared with itself says nothing")
     try:
         new = pool_reports([load_report(path) for path in new_paths], new_paths)
-        base = load_report(base_path)
+        base = pool_reports([load_report(path) for path in base_paths], base_paths)
         n = common_maps(new, base)
         ours = pick(new.episodes, args.policy, "--policy", " ".join(map(str, new_paths)))
-        references = pick(base.episodes, args.reference, "--reference", str(base_path))
+        references = pick(base.episodes, args.reference, "--reference", " ".join(map(str, base_paths)))
     except ValueError as error:
         parser.error(str(error))
     rows = {(name, reference): comparison_row(results[:n], reference_results[:n])
             for name, results in ours.items() for reference, reference_results in references.items()}
     print(f"{n} shared held-out maps (--seed {new.seed})")
-    if len(new_paths) > 1:
-        print(f"new: each map's travel is the mean over {len(new_paths)} reports")
+    for side, paths in (("new", new_paths), ("base", base_paths)):
+        if len(paths) > 1:
+            print(f"{side}: each map's travel is the mean over {len(paths)} reports")
     print(format_comparison(rows))
     return 0
 

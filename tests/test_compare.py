@@ -110,6 +110,23 @@ def test_pooled_reports_must_share_maps_and_a_policy(tmp_path, capsys):
     assert f"got one report ({run_a}): give NEW.json [NEW.json ...] BASE.json" in refused(capsys, run_a)
 
 
+def test_base_reports_given_with_base_pool_too(tmp_path, capsys):
+    """Two settings, two seeds each, compared map by map: each side's travel is its mean over its reports."""
+    new = [write_report(tmp_path / f"new{i}.json", {"agent": [episode(True, t) for t in travels]})
+           for i, travels in enumerate([(90, 40, 60), (110, 60, 60)])]  # pooled: 100, 50, 60
+    base = [write_report(tmp_path / f"base{i}.json", {"agent": [episode(True, t) for t in travels]})
+            for i, travels in enumerate([(100, 100, 30), (100, 100, 30)])]  # pooled: 100, 100, 30
+    out = run(capsys, *new, "--base", *base).splitlines()
+    ratios = [1.0, 0.5, 2.0]
+    half = 4.303 * statistics.stdev(ratios) / 3**0.5  # Student's t, 2 degrees of freedom
+    assert out[:3] == ["3 shared held-out maps (--seed 0)", "new: each map's travel is the mean over 2 reports",
+                       "base: each map's travel is the mean over 2 reports"]
+    assert out[5] == f"| agent | agent | {statistics.mean(ratios):.3f} ± {half:.3f} | 1 | 1 | 1 | 3 |"
+    # The usual form still reads the last report as BASE; a report on both sides is refused.
+    assert "| agent | agent |" in run(capsys, *new, base[0])
+    assert "given more than once" in refused(capsys, new[0], "--base", new[0], base[1])
+
+
 def test_settings_that_do_not_shape_the_maps_do_not_block_a_comparison_and_bad_files_are_named(tmp_path, capsys):
     report = {"episodes": 1, "seed": 0, "summaries": {},
               "env": {"id": "GridExplore-v0", "kwargs": {"map_size": 16}, "num_envs": 8, "vector": "sync"},
