@@ -10,7 +10,9 @@ across the cluster ``--address`` names; a run whose process dies is retried from
 The sweep is resumable: rerun the same command after a kill and finished runs are skipped,
 interrupted ones resumed from their last checkpoint; a run folder made with other settings is
 refused, naming the keys that differ, and a finished run evaluated with other ``--episodes`` /
-``--eval-seed`` is evaluated again. Writes results.csv, results.md, learning_curves.png,
+``--eval-seed`` is evaluated again. Each run keeps its episodes in ``evaluation.json``. Writes
+results.csv, results.md (mean ± 95% CI over seeds per setting, then every two settings compared
+map by map, seeds pooled: ``rl.comparison.paired_settings``), learning_curves.png,
 travel_to_complete.png and ratio_to_nearest_frontier.png.
 """
 from __future__ import annotations
@@ -24,8 +26,13 @@ from pathlib import Path
 from config import ConfigError, load_config
 from rl.envs import check_env_config
 from rl.report import by_setting, markdown_table, write_csv
-from rl.sweep import RunSpec, StaleRunError, check_reusable, run_name, settings_grid, spec_config
+from rl.comparison import paired_settings
+from rl.sweep import EVALUATION, RESULT, RunSpec, StaleRunError, check_reusable, run_name, settings_grid, spec_config
 from viz.ablation_plots import final_metric, learning_curves
+
+
+PAIRED = ("Paired per map: the agent's travel under one setting over another's on each held-out map, each "
+          "setting's travel on a map the mean over its seeds (compare.py --base).")
 
 
 def parse_sweeps(heads: list[int] | None, sweeps: list[str]) -> dict[str, list[str]]:
@@ -99,14 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     write_csv(results, args.out / "results.csv")
-    table = markdown_table(results)
-    budget = f"{config.ppo.total_timesteps:,} env steps per run, {args.seeds} seeds, {args.episodes} held-out episodes"
-    (args.out / "results.md").write_text(f"Budget: {budget}.\n\n{table}")
     groups = by_setting(results)
+    table = markdown_table(results)
+    try:
+        paired = paired_settings({label: [Path(run["run_dir"]) / EVALUATION for run in runs]
+                                  for label, runs in groups.items()})
+    except ValueError as error:  # a run finished before runs kept their episodes
+        paired = f"(not available: {error}; delete that run's {RESULT} to evaluate it again)"
+    budget = f"{config.ppo.total_timesteps:,} env steps per run, {args.seeds} seeds, {args.episodes} held-out episodes"
+    (args.out / "results.md").write_text(f"Budget: {budget}.\n\n{table}\n{PAIRED}\n\n{paired}\n")
     learning_curves(groups, config.ppo.total_timesteps, args.out / "learning_curves.png")
     final_metric(groups, "travel_to_complete", "travel to complete (cells)", args.out / "travel_to_complete.png")
     final_metric(groups, "ratio_to_nearest_frontier", "travel / nearest frontier", args.out / "ratio_to_nearest_frontier.png")
-    print(f"Budget: {budget}\n{table}\nwrote {args.out}/results.csv, results.md and plots")
+    print(f"Budget: {budget}\n{table}\n{PAIRED}\n{paired}\nwrote {args.out}/results.csv, results.md and plots")
     return 0
 
 

@@ -28,18 +28,21 @@ def test_a_2x2_sweep_writes_every_file_with_the_right_rows(sweep):
     assert len({r["parameters"] for r in rows}) == 1  # heads split the same embedding
     table = (sweep / "results.md").read_text()
     assert "Budget: 64 env steps per run, 2 seeds" in table
-    assert table.count("| model.n_heads=") == 2
+    assert [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| model.n_heads=")] == [
+        "| model.n_heads=1", "| model.n_heads=2", "| model.n_heads=2"]  # 2 settings, then 1 pair
+    assert "| model.n_heads=2 | model.n_heads=1 |" in table  # the later setting's travel over the earlier's
 
 
 def test_each_run_keeps_its_episodes_for_a_paired_comparison(sweep, capsys):
     import compare
+    from rl.comparison import load_report
     from rl.sweep import EVALUATION
 
     reports = sorted(sweep.glob(f"*/{EVALUATION}"))
     assert len(reports) == 4
     runs = list(csv.DictReader(open(sweep / "results.csv")))
     for path in reports:
-        report = compare.load_report(path)
+        report = load_report(path)
         assert set(report.episodes) == {"agent", "nearest_frontier", "greedy"}
         assert all(len(episodes) == 2 for episodes in report.episodes.values())
         row = next(r for r in runs if r["run_dir"] == str(path.parent))
