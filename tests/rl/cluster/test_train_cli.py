@@ -14,9 +14,10 @@ from rl.trainer import Trainer
 from tests.helpers import ROOT, SMOKE
 
 
-def ray_processes(wait_s: float = 20) -> list[str]:
+def ray_processes(ignore: frozenset[str] = frozenset(), wait_s: float = 20) -> list[str]:
     """Ray's own processes on this machine (a local cluster's GCS server and raylet, its workers),
-    once none is left or after ``wait_s`` (a shut-down Ray takes a moment to exit)."""
+    as "PID program", other than the PIDs in ``ignore``, once none is left or after ``wait_s`` (a
+    shut-down Ray takes a moment to exit)."""
     deadline = time.time() + wait_s
     while True:
         found = []
@@ -25,21 +26,24 @@ def ray_processes(wait_s: float = 20) -> list[str]:
                 program = cmdline.read_bytes().split(b"\0")[0].decode(errors="replace")
             except OSError:  # gone meanwhile
                 continue
-            if program.endswith(("/gcs_server", "/raylet")) or program.startswith("ray::"):
-                found.append(f"{cmdline.parent.name} {program}")
+            pid = cmdline.parent.name
+            if (program.endswith(("/gcs_server", "/raylet")) or program.startswith("ray::")) and pid not in ignore:
+                found.append(f"{pid} {program}")
         if not found or time.time() > deadline:
             return found
         time.sleep(0.5)
 
 
 @pytest.fixture(autouse=True)
-def no_ray_running():
+def others_rays() -> frozenset[str]:
+    """The Ray processes running before the test (a sweep or a cluster beside the tests): not the
+    test's to leave behind. Each test checks that no other is left when it ends."""
     if ray.is_initialized():
         ray.shutdown()
-    assert ray_processes() == [], "a Ray from an earlier test is still running"
+    return frozenset(process.split()[0] for process in ray_processes(wait_s=5))  # their PIDs
 
 
-def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path):
+def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path, others_rays):
     run_dir = tmp_path / "run"
     command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=ray",
                "env.workers=2", "ppo.total_timesteps=100000", "run.image_every=0", "run.checkpoint_every=1000"]
@@ -56,12 +60,12 @@ def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path):
         f"stopped by SIGINT after update {update}, checkpoint saved; continue with: python train.py --resume {run_dir}")
     assert "Traceback" not in err
     time.sleep(1)
-    assert ray_processes() == []  # the actors and the local cluster it started are gone
+    assert ray_processes(others_rays) == []  # the actors and the local cluster it started are gone
 
     trainer = Trainer.resume(run_dir)  # starts its own local Ray again, and stops it at the end
     trainer.train(max_updates=1, progress=False)
     assert load_checkpoint(latest_checkpoint(run_dir))["update"] == update + 1
-    assert not ray.is_initialized() and ray_processes() == []
+    assert not ray.is_initialized() and ray_processes(others_rays) == []
 
 
 def test_an_unreachable_cluster_is_named_before_anything_is_written(tmp_path, capsys):
