@@ -1,6 +1,7 @@
 """Watch what the trained policy looks at, for one held-out episode.
 
     python visualize.py --checkpoint runs/default [--seed 0] [--at 10] [--query NODE] [--out viz_out]
+    python visualize.py --checkpoint runs/heads/model.n_heads=8_seed1 --compare runs/heads/model.n_heads=1_seed1
 
 Writes into ``--out``:
   pointer.gif                  every step of the episode, with the pointer's probability for each
@@ -10,6 +11,13 @@ Writes into ``--out``:
                                as lines whose width is the weight, one panel per head
 The attention pictures are of the state at step ``--at`` (default: a third into the episode), for
 the robot's node unless ``--query`` names another.
+
+With ``--compare``, the other checkpoints (trained on the same env settings, any head count) look
+at the same states, those of ``--checkpoint``'s episode, and it also writes
+  heads_compared_layerL.png    per encoder layer L, one row of head panels per checkpoint
+and prints, per checkpoint and layer, how differently its heads attend (``head_disagreement``:
+the total-variation distance between two heads' attention rows, averaged over head pairs, real
+query nodes and every state of the episode; 0 means the heads attend alike).
 """
 from __future__ import annotations
 
@@ -33,7 +41,7 @@ from rl.envs import make_env
 from rl.evaluation import load_policy
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
-from viz.overlays import attention_on_map, pointer_overlay
+from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreement, pointer_overlay
 
 
 def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
@@ -53,6 +61,39 @@ def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
             return steps
 
 
+def encoder_attention(policy, steps: list[dict]) -> list[list[np.ndarray]]:
+    """``policy``'s encoder weights on each recorded step's observation: per step, per layer [H,N,N]."""
+    with torch.no_grad():
+        return [[w[0].numpy() for w in policy(collate(step["obs"]), need_weights=True)[2].encoder] for step in steps]
+
+
+def label_of(checkpoint: Path) -> str:
+    """A short name for a checkpoint in titles: its run folder's name."""
+    return (checkpoint.parent if checkpoint.is_file() else checkpoint).name
+
+
+def compare_heads(policies: dict[str, list[list[np.ndarray]]], steps: list[dict], at: int, query: int,
+                  out: Path) -> str:
+    """Write heads_compared_layerL.png (state ``at``) and return the head-disagreement table."""
+    chosen = steps[at]
+    layers = min(len(per_step[0]) for per_step in policies.values())
+    for layer in range(layers):
+        rows = {label: per_step[at][layer] for label, per_step in policies.items()}
+        picture = attention_rows_on_map(chosen["frame"], chosen["positions"], rows, query,
+                                        f"encoder layer {layer}, step {at}: node {query} attends to")
+        Image.fromarray(picture).save(out / f"heads_compared_layer{layer}.png")
+    lines = ["| checkpoint | heads | " + " | ".join(f"layer {L}" for L in range(layers)) + " |",
+             "|---|---|" + "---|" * layers]
+    for label, per_step in policies.items():
+        cells = []
+        for layer in range(layers):
+            values = [head_disagreement(weights[layer], int(np.asarray(step["obs"]["node_mask"]).sum()))
+                      for weights, step in zip(per_step, steps)]
+            cells.append(f"{np.mean(values):.3f}" if per_step[0][layer].shape[0] > 1 else "n/a")
+        lines.append(f"| {label} | {per_step[0][0].shape[0]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, required=True, help="run folder or checkpoint file")
@@ -61,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--query", type=int, help="query node for the map picture (default: the robot's)")
     parser.add_argument("--out", type=Path, default=Path("viz_out"))
     parser.add_argument("--fps", type=float, default=3.0)
+    parser.add_argument("--compare", type=Path, nargs="+", default=[], metavar="CHECKPOINT",
+                        help="other runs whose heads look at the same states (same env settings)")
     args = parser.parse_args(argv)
     for option, value, low in (("--seed", args.seed, 0), ("--at", args.at, 0), ("--query", args.query, 0)):
         if value is not None and value < low:
@@ -75,6 +118,18 @@ def main(argv: list[str] | None = None) -> int:
         policy, config = load_policy(args.checkpoint)
     except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout
         parser.error(str(error))
+    others = {}
+    for path in args.compare:
+        try:
+            other, other_config = load_policy(path)
+        except (FileNotFoundError, ValueError) as error:
+            parser.error(f"--compare: {error}")
+        if (other_config.env.id, other_config.env.kwargs) != (config.env.id, config.env.kwargs):
+            parser.error(f"--compare {path}: trained on {other_config.env.id} {other_config.env.kwargs}, not on "
+                         f"{config.env.id} {config.env.kwargs} as --checkpoint: the states would not be its own")
+        if label_of(path) in (label_of(args.checkpoint), *others):
+            parser.error(f"--compare {path}: another checkpoint is already named {label_of(path)!r}")
+        others[label_of(path)] = other
     env = make_env(config.env, render_mode="rgb_array")
     steps = record_episode(policy, env, eval_episode_seed(args.seed, 0))
     env.close()
@@ -102,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
         on_map = attention_on_map(chosen["frame"], chosen["positions"], weights, query, f"{title}: node {query} attends to")
         Image.fromarray(on_map).save(args.out / f"attention_map_layer{layer}.png")
     print(f"{len(steps)} steps; wrote {args.out}/pointer.gif and {2 * len(chosen['encoder'])} attention pictures")
+    if others:
+        policies = {label_of(args.checkpoint): [step["encoder"] for step in steps]}
+        policies.update({label: encoder_attention(other, steps) for label, other in others.items()})
+        print(compare_heads(policies, steps, at, query, args.out))
+        print(f"wrote {args.out}/heads_compared_layer*.png")
     return 0
 
 

@@ -36,25 +36,52 @@ def pointer_overlay(frame: np.ndarray, positions: np.ndarray, candidates: np.nda
     return np.asarray(picture)
 
 
+def _draw_attention(ax, frame: np.ndarray, positions: np.ndarray, row: np.ndarray, query: int) -> None:
+    """``frame`` on ``ax`` with lines from ``query`` to each key, width and opacity ~ its weight in ``row`` [N]."""
+    qx, qy = _centre(positions[query])
+    ax.imshow(frame)
+    for key in np.flatnonzero(row > 0.01):
+        kx, ky = _centre(positions[key])
+        ax.plot([qx, kx], [qy, ky], color="crimson", linewidth=0.5 + 6 * row[key], alpha=min(1.0, 0.3 + row[key]))
+        ax.scatter([kx], [ky], s=10 + 200 * row[key], color="crimson", alpha=0.8, zorder=3)
+    ax.scatter([qx], [qy], s=60, marker="*", color="black", zorder=4)
+    ax.axis("off")
+
+
 def attention_on_map(frame: np.ndarray, positions: np.ndarray, weights: np.ndarray, query: int,
                      title: str = "") -> np.ndarray:
     """One panel per head: ``frame`` with lines from ``query`` to each key, width and opacity ~ weight.
 
     ``weights`` [H,N,N] (one layer); rows are queries. Answers "which node is this node attending to?".
     """
-    H = weights.shape[0]
-    fig, axes = plt.subplots(1, H, figsize=(3.2 * H, 3.4), squeeze=False)
-    qx, qy = _centre(positions[query])
-    for h, ax in enumerate(axes[0]):
-        ax.imshow(frame)
-        row = weights[h, query]
-        for key in np.flatnonzero(row > 0.01):
-            kx, ky = _centre(positions[key])
-            ax.plot([qx, kx], [qy, ky], color="crimson", linewidth=0.5 + 6 * row[key], alpha=min(1.0, 0.3 + row[key]))
-            ax.scatter([kx], [ky], s=10 + 200 * row[key], color="crimson", alpha=0.8, zorder=3)
-        ax.scatter([qx], [qy], s=60, marker="*", color="black", zorder=4)
-        ax.set_title(f"head {h}", fontsize=9)
-        ax.axis("off")
-    fig.suptitle(title or f"attention of node {query}", fontsize=10)
+    return attention_rows_on_map(frame, positions, {"": weights}, query, title or f"attention of node {query}")
+
+
+def attention_rows_on_map(frame: np.ndarray, positions: np.ndarray, weights: dict[str, np.ndarray], query: int,
+                          title: str) -> np.ndarray:
+    """As ``attention_on_map``, one row of head panels per policy: ``weights`` maps a row label to
+    that policy's [H,N,N] weights of one layer on the same state (head counts may differ)."""
+    columns = max(w.shape[0] for w in weights.values())
+    fig, axes = plt.subplots(len(weights), columns, figsize=(3.2 * columns, 3.4 * len(weights)), squeeze=False)
+    for row_axes, (label, layer) in zip(axes, weights.items()):
+        for h, ax in enumerate(row_axes):
+            if h >= layer.shape[0]:
+                ax.axis("off")
+                continue
+            _draw_attention(ax, frame, positions, layer[h, query], query)
+            ax.set_title(f"{label}: head {h}" if label else f"head {h}", fontsize=9)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return figure_to_rgb(fig)
+
+
+def head_disagreement(weights: np.ndarray, n_real: int) -> float:
+    """How differently the heads of one layer attend: the total-variation distance between two
+    heads' attention rows (0: the same distribution, 1: disjoint), averaged over every pair of
+    heads and every real query node. ``weights`` [H,N,N]; NaN with one head."""
+    H = weights.shape[0]
+    if H < 2:
+        return float("nan")
+    rows = weights[:, :n_real]  # [H,n,N]
+    distances = [0.5 * np.abs(rows[a] - rows[b]).sum(-1).mean() for a in range(H) for b in range(a + 1, H)]
+    return float(np.mean(distances))

@@ -44,3 +44,52 @@ def test_a_checkpoint_from_another_observation_layout_is_a_usage_error(stale_che
     with pytest.raises(SystemExit):
         visualize.main(["--checkpoint", str(stale_checkpoint_run), "--out", str(tmp_path / "out")])
     assert "retrain" in capsys.readouterr().err
+
+
+def test_head_disagreement_is_the_mean_total_variation_between_heads():
+    from viz.overlays import head_disagreement
+
+    weights = np.zeros((3, 3, 3))
+    weights[0, :2] = [1, 0, 0]  # head 0 attends to key 0
+    weights[1, :2] = [0, 1, 0]  # head 1 to key 1: disjoint from head 0
+    weights[2, :2] = [0.5, 0.5, 0]  # head 2 halfway: 0.5 from each
+    assert head_disagreement(weights, n_real=2) == pytest.approx((1 + 0.5 + 0.5) / 3)
+    assert head_disagreement(weights[[0, 0]], n_real=2) == 0
+    assert np.isnan(head_disagreement(weights[:1], n_real=2))
+
+
+@pytest.fixture(scope="module")
+def one_head_run(tmp_path_factory):
+    """A smoke run with one head, one update: another head count for the same env."""
+    from rl.trainer import Trainer
+    from tests.helpers import smoke_config
+
+    run_dir = tmp_path_factory.mktemp("one_head")
+    Trainer.create(smoke_config(run_dir, "model.n_heads=1", "ppo.total_timesteps=1"), run_dir).train(progress=False)
+    return run_dir
+
+
+def test_compare_draws_every_checkpoints_heads_on_the_same_states(smoke_run, one_head_run, tmp_path, capsys):
+    _, config = load_policy(smoke_run)
+    assert visualize.main(["--checkpoint", str(smoke_run), "--compare", str(one_head_run), "--out", str(tmp_path),
+                           "--at", "0"]) == 0
+    for layer in range(config.model.n_layers):
+        assert (tmp_path / f"heads_compared_layer{layer}.png").stat().st_size > 0
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("| ")]
+    assert table[0].startswith("| checkpoint | heads | layer 0 |")
+    ours, theirs = table[1].split(" | "), table[2].split(" | ")  # after the header (the rule has no space)
+    assert ours[:2] == [f"| {smoke_run.name}", str(config.model.n_heads)] and theirs[:2] == [f"| {one_head_run.name}", "1"]
+    assert all(0 <= float(cell.strip(" |")) <= 1 for cell in ours[2:])
+    assert all(cell.strip(" |") == "n/a" for cell in theirs[2:])
+
+
+def test_compare_refuses_a_checkpoint_of_other_env_settings(smoke_run, tmp_path, capsys):
+    from rl.trainer import Trainer
+    from tests.helpers import smoke_config
+
+    run_dir = tmp_path / "bigger"
+    Trainer.create(smoke_config(run_dir, "env.kwargs.map_size=24", "ppo.total_timesteps=1"), run_dir).train(progress=False)
+    with pytest.raises(SystemExit):
+        visualize.main(["--checkpoint", str(smoke_run), "--compare", str(run_dir), "--out", str(tmp_path / "out")])
+    assert "the states would not be its own" in capsys.readouterr().err
