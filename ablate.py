@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:  # no cluster at --address
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: Ray stopped with the runs where they were
+        print("interrupted: finished runs are kept and the others resume from their last checkpoint; "
+              "rerun the same command to continue the sweep", file=sys.stderr)
+        return 130
     if failures:
         print(f"{len(failures)} of {len(specs)} runs failed (rerun the same command to retry them; finished "
               f"runs are kept):\n" + "\n".join(failures), file=sys.stderr)

@@ -1,6 +1,7 @@
 """ablate.py on tiny budgets: every file with the right rows, and a killed sweep resumes."""
 import csv
 import json
+import os
 
 import pytest
 
@@ -93,3 +94,29 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluation
     assert json.loads((finished / "result.json").read_text())["evaluation"] == {"episodes": 3, "eval_seed": 0}
     assert {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")} == checkpoints
     assert "3 held-out episodes" in (sweep / "results.md").read_text()
+
+
+def test_ctrl_c_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import ROOT
+
+    out = tmp_path / "sweep"
+    command = [sys.executable, "ablate.py", "--heads", "1", "--seeds", "1", "--config", str(SMOKE), "--episodes", "1",
+               "--out", str(out), "ppo.total_timesteps=960", "run.checkpoint_every=1"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)  # its own group, as a terminal's Ctrl-C reaches it
+    deadline = time.time() + 120
+    while not list(out.glob("*/checkpoint_*.pt")) and time.time() < deadline:  # a run under way
+        time.sleep(0.2)
+    assert list(out.glob("*/checkpoint_*.pt")), "no run started"
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "rerun the same command to continue the sweep" in err
+    assert not list(out.glob("*/result.json"))
+    assert ablate.main(command[2:]) == 0  # the same command resumes the run and finishes it
+    assert len(list(out.glob("*/result.json"))) == 1
