@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from bench import (attention_speed, collector_speed, contention, encoder_vs_torch, env_speed, forward_each, headroom,
-                   padding_trim, size_buckets)
+                   padding_trim, size_buckets, update_split)
 from tests.helpers import SMOKE
 
 
@@ -18,6 +18,9 @@ from tests.helpers import SMOKE
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--seconds", "0.5"], "| PASSIVE |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--alone-rounds", "1", "--settings", "THREADS=1"],
      "| THREADS=1 (steps/s) |"),
+    (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "project", "--competitor", "libgomp",
+                  "--seconds", "0.5"], "| project |"),
+    (update_split, ["--config", str(SMOKE), "--updates", "1"], "|   backward | "),
     (forward_each, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1"], "max |logit difference|"),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1"], "ours / torch per round"),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1", "--profile"],
@@ -27,3 +30,15 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
     module.main()
     assert expected in capsys.readouterr().out
+
+
+def test_contention_settings_set_only_their_own_openmp_variables(monkeypatch):
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")  # the caller's own setting never leaks into a measured one
+    monkeypatch.setenv("GOMP_SPINCOUNT", "5")
+    wait = {setting: {k: v for k, v in contention.environment(setting).items() if k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+            for setting in ("project", "libgomp", "PASSIVE", "SPIN=7", "THREADS=1")}
+    assert wait == {"project": {}, "libgomp": {"GOMP_SPINCOUNT": "300000"}, "PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
+                    "SPIN=7": {"GOMP_SPINCOUNT": "7"}, "THREADS=1": {}}
+    assert contention.thread_overrides("THREADS=1") == ["run.torch_threads=1"]
+    with pytest.raises(SystemExit, match="unknown setting 'default'"):
+        contention.environment("default")
