@@ -5,6 +5,7 @@ import copy
 import os
 import signal
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -124,11 +125,23 @@ def assert_same_rollout(a, b) -> None:
     assert a.episodes == b.episodes
 
 
-def kill_worker_after(collector, worker: int, delay_s: float):
-    """SIGKILL the process of ``collector``'s Ray worker ``worker`` ``delay_s`` from now (a started
-    ``threading.Timer``; join it)."""
+def kill_worker_mid_collect(collector, worker: int) -> threading.Thread:
+    """SIGKILL the process of ``collector``'s Ray worker ``worker`` as soon as it is collecting a
+    rollout, from a started thread (join it). Ray titles an actor's process
+    ``ray::RolloutWorker.collect`` while that method runs, so the kill lands mid-rollout however
+    slow or loaded the machine is (a delay measured on an earlier rollout may miss it)."""
     import ray  # only the Ray tests need it
     _, pid = ray.get(collector.workers[worker].where.remote())
-    timer = threading.Timer(delay_s, os.kill, (pid, signal.SIGKILL))
-    timer.start()
-    return timer
+    title = Path(f"/proc/{pid}/cmdline")
+
+    def kill_when_collecting() -> None:
+        deadline = time.time() + 300
+        while not title.read_bytes().split(b"\0")[0].endswith(b".collect"):
+            if time.time() > deadline:
+                return  # never collected: the test's restart count says so
+            time.sleep(0.001)
+        os.kill(pid, signal.SIGKILL)
+
+    thread = threading.Thread(target=kill_when_collecting, daemon=True)
+    thread.start()
+    return thread
