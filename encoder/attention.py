@@ -42,14 +42,16 @@ def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_fa
     """The same attention through ``F.scaled_dot_product_attention`` (fused kernels).
 
     SDPA returns no weights, so a call that needs them (visualisation) takes the reference path.
-    A row with no allowed key is zeroed explicitly: PyTorch's CPU and math kernels already return
-    zeros there, but not every fused GPU kernel promises it.
+    A row with no allowed key must come out as zeros. PyTorch's CPU kernels give exactly that,
+    forward and backward (the tests check it in fp32, bf16 and fp16), so on the CPU the row is
+    left as it is: zeroing it again cost 1-4% of an encoder's forward + backward
+    (docs/performance.md). Not every fused GPU kernel promises it, so elsewhere it is zeroed.
     """
     if need_weights:
         return reference_attention(Q, K, V, mask, norm_factor)
     mask = _per_head(mask)
     heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=norm_factor)
-    if mask is None:
+    if mask is None or heads.device.type == "cpu":
         return heads, None
     has_key = mask.any(dim=-1, keepdim=True)  # [B,1,Nq,1]
     return heads.masked_fill(~has_key, 0.0), None
