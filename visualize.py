@@ -84,11 +84,11 @@ def compare_heads(policies: dict[str, list[list[np.ndarray]]], steps: list[dict]
         Image.fromarray(picture).save(out / f"heads_compared_layer{layer}.png")
     lines = ["| checkpoint | heads | " + " | ".join(f"layer {L}" for L in range(layers)) + " |",
              "|---|---|" + "---|" * layers]
+    n_real = [int(np.asarray(step["obs"]["node_mask"]).sum()) for step in steps]
     for label, per_step in policies.items():
         cells = []
         for layer in range(layers):
-            values = [head_disagreement(weights[layer], int(np.asarray(step["obs"]["node_mask"]).sum()))
-                      for weights, step in zip(per_step, steps)]
+            values = [head_disagreement(weights[layer], n) for weights, n in zip(per_step, n_real)]
             cells.append(f"{np.mean(values):.3f}" if per_step[0][layer].shape[0] > 1 else "n/a")
         lines.append(f"| {label} | {per_step[0][0].shape[0]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from config import Config, flat_settings, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text
 from rl.checkpoint import latest_checkpoint
-from rl.evaluation import AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, summarise, travel_ratio
+from rl.evaluation import AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report
 from rl.trainer import Trainer
 
 RESULT = "result.json"
@@ -112,9 +112,7 @@ def run_one(spec: RunSpec) -> dict:
     episodes = evaluate_actors(actors, trainer.config.env, spec.episodes, spec.eval_seed, progress=False)
     report = evaluation_report(episodes, spec.episodes, spec.eval_seed, trainer.config.env)
     atomic_write_text(run_dir / EVALUATION, json.dumps(report))  # per map, for compare.py's paired comparison
-    agent = summarise(episodes[AGENT])
-    ratio, _, _ = travel_ratio(episodes[AGENT], episodes["nearest_frontier"])
-    ratio_to_greedy, _, _ = travel_ratio(episodes[AGENT], episodes["greedy"])
+    agent = report["summaries"][AGENT]
     series = scalar_series(run_dir, "charts/episodic_return", "charts/coverage", "charts/SPS")
     steps, returns = series["charts/episodic_return"]
     coverage_steps, coverage = series["charts/coverage"]
@@ -123,8 +121,9 @@ def run_one(spec: RunSpec) -> dict:
         "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir), "evaluation": evaluation,
         "parameters": sum(p.numel() for p in trainer.policy.parameters()),
         "success_rate": agent["success_rate"][0], "coverage": agent["coverage"][0],
-        "travel_to_complete": agent["travel_to_complete"][0], "ratio_to_nearest_frontier": ratio,
-        "ratio_to_greedy": ratio_to_greedy,
+        "travel_to_complete": agent["travel_to_complete"][0],
+        "ratio_to_nearest_frontier": report["travel_ratio_to_nearest_frontier"][AGENT][0],
+        "ratio_to_greedy": report["travel_ratio_to_greedy"][AGENT][0],
         "final_return": float(np.mean(returns[-20:])) if returns else float("nan"),
         "sps": sps[-1] if sps else float("nan"),
         # charts/SPS averages since the run (re)started: after a resume, the minutes are an estimate
