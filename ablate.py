@@ -7,7 +7,8 @@ Each (setting, seed) is an ordinary training run in ``--out`` (default runs/abla
 by its argmax moves, with nearest frontier, on the same held-out maps as ``evaluate.py``. Each run
 is a Ray task reserving ``--cpus-per-run`` CPUs (and ``--gpus-per-run`` GPUs), on a local Ray or
 across the cluster ``--address`` names; a run whose process dies is retried from its checkpoint.
-The sweep is resumable: rerun the same command after a kill and finished runs are skipped,
+The sweep is resumable: stop it with Ctrl-C or ``kill PID`` (SIGTERM, for one started in the
+background), rerun the same command, and finished runs are skipped,
 interrupted ones resumed from their last checkpoint; a run folder made with other settings is
 refused, naming the keys that differ, and a finished run evaluated with other ``--episodes`` /
 ``--eval-seed`` is evaluated again. Each run keeps its episodes in ``evaluation.json``. Writes
@@ -20,6 +21,7 @@ from __future__ import annotations
 import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -48,6 +50,11 @@ def parse_sweeps(heads: list[int] | None, sweeps: list[str]) -> dict[str, list[s
     if not result:
         raise ConfigError("nothing to sweep: give --heads and/or --sweep key=v1,v2")
     return result
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (``kill PID``, the way to stop a sweep started in the background) stops it as Ctrl-C does."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,16 +101,20 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     from rl.cluster.connect import ray_session  # Ray is imported only here
     from rl.cluster.sweep import run_sweep
+    previous_sigterm = signal.getsignal(signal.SIGTERM)
     try:
         with ray_session(args.address):
+            signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, whose own handler dumps a stack and dies
             results, failures = run_sweep(specs, args.cpus_per_run, args.gpus_per_run, args.retries)
     except ConfigError as error:  # no cluster at --address
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # Ctrl-C: Ray stopped with the runs where they were
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: Ray stopped with the runs where they were
         print("interrupted: finished runs are kept and the others resume from their last checkpoint; "
               "rerun the same command to continue the sweep", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
     if failures:
         print(f"{len(failures)} of {len(specs)} runs failed (rerun the same command to retry them; finished "
               f"runs are kept):\n" + "\n".join(failures), file=sys.stderr)

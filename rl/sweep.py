@@ -36,6 +36,10 @@ class StaleRunError(ValueError):
     """A run folder made with other settings than the sweep now asks for."""
 
 
+class RunStoppedError(RuntimeError):
+    """A run's training was stopped by a signal before its budget: checkpointed, not evaluated."""
+
+
 @dataclass(frozen=True)
 class RunSpec:
     label: str
@@ -93,7 +97,9 @@ def check_reusable(run_dir: Path, asked: Config) -> None:
 def run_one(spec: RunSpec) -> dict:
     """Train, evaluate and record one run; a finished run is read back, a killed one resumed.
 
-    Raises ``StaleRunError`` before touching a run folder made with other settings.
+    Raises ``StaleRunError`` before touching a run folder made with other settings, and
+    ``RunStoppedError`` when a signal stops the training early (its checkpoint is kept; nothing is
+    evaluated or recorded, so a rerun resumes it instead of reading back an unfinished agent).
     """
     run_dir, config = Path(spec.run_dir), spec_config(spec)
     check_reusable(run_dir, config)
@@ -106,7 +112,10 @@ def run_one(spec: RunSpec) -> dict:
         trainer = Trainer.resume(run_dir)  # a finished run: train() below does nothing
     else:
         trainer = Trainer.create(config, run_dir)
-    trainer.train(progress=False)
+    stopped_by = trainer.train(progress=False)
+    if stopped_by is not None:
+        raise RunStoppedError(f"stopped by {stopped_by} after update {trainer.update} of {trainer.config.num_updates}, "
+                              f"checkpoint saved; the next sweep resumes it")
 
     actors = {AGENT: argmax_actor(trainer.policy.eval()), **{name: BASELINES[name] for name in REFERENCES}}
     episodes = evaluate_actors(actors, trainer.config.env, spec.episodes, spec.eval_seed, progress=False)

@@ -96,7 +96,9 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluation
     assert "3 held-out episodes" in (sweep / "results.md").read_text()
 
 
-def test_ctrl_c_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path):
+@pytest.mark.parametrize("how", ["ctrl-c", "kill"])
+def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, how):
+    """Ctrl-C reaches the terminal's whole process group; ``kill PID`` sends SIGTERM to the driver only."""
     import signal
     import subprocess
     import sys
@@ -113,10 +115,44 @@ def test_ctrl_c_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tm
     while not list(out.glob("*/checkpoint_*.pt")) and time.time() < deadline:  # a run under way
         time.sleep(0.2)
     assert list(out.glob("*/checkpoint_*.pt")), "no run started"
-    os.killpg(process.pid, signal.SIGINT)
+    if how == "ctrl-c":
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.terminate()
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "Traceback" not in err and "rerun the same command to continue the sweep" in err
     assert not list(out.glob("*/result.json"))
     assert ablate.main(command[2:]) == 0  # the same command resumes the run and finishes it
     assert len(list(out.glob("*/result.json"))) == 1
+
+
+def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it(tmp_path):
+    """A worker's training stopped early must not be recorded as finished: the sweep would skip it."""
+    import signal
+    import threading
+    import time
+
+    from rl.checkpoint import latest_checkpoint, load_checkpoint
+    from rl.sweep import EVALUATION, RESULT, RunSpec, RunStoppedError, run_one
+
+    run_dir = tmp_path / "run"
+    spec = RunSpec(label="model.n_heads=1", overrides=("model.n_heads=1", "ppo.total_timesteps=960",
+                                                       "run.checkpoint_every=1"),
+                   seed=1, run_dir=str(run_dir), config_path=str(SMOKE), episodes=1, eval_seed=0, torch_threads=1)
+
+    def stop_after_the_first_checkpoint():
+        deadline = time.time() + 120
+        while latest_checkpoint(run_dir) is None and time.time() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled in the main thread, by the trainer
+
+    threading.Thread(target=stop_after_the_first_checkpoint, daemon=True).start()
+    with pytest.raises(RunStoppedError, match=r"stopped by SIGTERM after update (\d+) of 30, checkpoint saved") as stop:
+        run_one(spec)
+    stopped_at = int(stop.value.args[0].split("after update ")[1].split(" ")[0])
+    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == stopped_at < 30
+    assert not (run_dir / RESULT).exists() and not (run_dir / EVALUATION).exists()
+    result = run_one(spec)  # resumes from that checkpoint and finishes
+    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == 30
+    assert result["label"] == "model.n_heads=1" and (run_dir / RESULT).exists()
