@@ -9,7 +9,9 @@ row). torch's mask means the opposite (True = blocked), so it gets the negation.
 both (median of ``--repeats`` passes after two warm-ups) and the ratio of graphs per second,
 ours / torch's, is reported per round and as the median over rounds: the machine is shared, so
 only ratios taken side by side compare. ``--profile`` also prints each stack's operators by
-their share of CPU time (``torch.profiler``). Run it alone.
+their share of CPU time (``torch.profiler``) and the ceiling: the ratio ours would reach if
+everything but the linear layers' matrix products (the same in both stacks) took no time. Run it
+alone.
 """
 from __future__ import annotations
 
@@ -47,14 +49,19 @@ def seconds_per_pass(run, repeats: int) -> float:
     return statistics.median(times[2:])
 
 
-def operator_shares(run, repeats: int, top: int = 6) -> str:
-    """The ``top`` operators by their own CPU time over ``repeats`` calls of ``run()``, as shares."""
+MATRIX_PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm")
+"""The linear layers' products: the same in both stacks, so they bound what the rest can gain."""
+
+
+def operator_shares(run, repeats: int) -> list[tuple[str, float]]:
+    """Every operator with its share of the CPU time (its own, ``torch.profiler``) over ``repeats``
+    calls of ``run()``, largest first."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(repeats):
             run()
     events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
     total = sum(e.self_cpu_time_total for e in events)
-    return "\n".join(f"  {e.self_cpu_time_total / total:6.1%}  {e.key}" for e in events[:top])
+    return [(e.key, e.self_cpu_time_total / total) for e in events]
 
 
 def main() -> None:
@@ -89,8 +96,13 @@ def main() -> None:
             ratios.append(theirs_s / ours_s)
         if args.profile:
             for name, run in (("ours", run_ours), ("torch", run_theirs)):
+                shares = operator_shares(run, args.repeats)
                 print(f"N={n} {name}: share of CPU time per operator, forward + backward, {args.repeats} passes")
-                print(operator_shares(run, args.repeats))
+                print("\n".join(f"  {share:6.1%}  {key}" for key, share in shares[:6]))
+                if name == "ours":
+                    products = sum(share for key, share in shares if key in MATRIX_PRODUCTS)
+                    print(f"  matrix products {products:.0%} of ours: were everything else free, ours would be "
+                          f"{statistics.median(ratios) / products:.2f}x torch (the ceiling)")
         print(f"N={n:>4}: ours {args.batch / ours_s:7.1f} graphs/s, torch {args.batch / theirs_s:7.1f} graphs/s "
               f"(last round); ours / torch per round {' '.join(f'{r:.2f}' for r in ratios)}, "
               f"median {statistics.median(ratios):.2f}x", flush=True)
