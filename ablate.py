@@ -14,7 +14,8 @@ refused, naming the keys that differ, and a finished run evaluated with other ``
 ``--eval-seed`` is evaluated again. Each run keeps its episodes in ``evaluation.json``. Writes
 results.csv, results.md (mean ± 95% CI over seeds per setting, then every two settings compared
 map by map, seeds pooled: ``rl.comparison.paired_settings``), learning_curves.png,
-travel_to_complete.png and ratio_to_nearest_frontier.png.
+travel_to_complete.png and ratio_to_nearest_frontier.png; ``--report`` writes them from the runs
+finished so far and starts nothing, to look at a long sweep while it runs.
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ from config import ConfigError, load_config
 from rl.envs import check_env_config
 from rl.report import by_setting, markdown_table, write_csv
 from rl.comparison import paired_settings
-from rl.sweep import EVALUATION, RESULT, RunSpec, StaleRunError, check_reusable, run_name, settings_grid, spec_config
+from rl.sweep import (EVALUATION, RESULT, RunSpec, StaleRunError, check_reusable, finished_result, run_name,
+                      settings_grid, spec_config)
 from viz.ablation_plots import final_metric, learning_curves
 
 
@@ -57,6 +59,32 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def run_all(specs: list[RunSpec], args: argparse.Namespace) -> tuple[list[dict], int | None]:
+    """Every run of ``specs`` as a Ray task -> (results, None), or ([], the exit code) once stderr says why."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    from rl.cluster.connect import ray_session  # Ray is imported only here
+    from rl.cluster.sweep import run_sweep
+    previous_sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        with ray_session(args.address):
+            signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, whose own handler dumps a stack and dies
+            results, failures = run_sweep(specs, args.cpus_per_run, args.gpus_per_run, args.retries)
+    except ConfigError as error:  # no cluster at --address
+        print(f"error: {error}", file=sys.stderr)
+        return [], 2
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: Ray stopped with the runs where they were
+        print("interrupted: finished runs are kept and the others resume from their last checkpoint; "
+              "rerun the same command to continue the sweep", file=sys.stderr)
+        return [], 130
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
+    if failures:
+        print(f"{len(failures)} of {len(specs)} runs failed (rerun the same command to retry them; finished "
+              f"runs are kept):\n" + "\n".join(failures), file=sys.stderr)
+        return [], 1
+    return results, None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--heads", type=int, nargs="+", help="head counts to compare (model.n_heads)")
@@ -70,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs each run reserves (e.g. 0.5)")
     parser.add_argument("--address", default="", help="the Ray cluster to run on (default: a local one)")
     parser.add_argument("--retries", type=int, default=2, help="times a run whose process died is retried")
+    parser.add_argument("--report", action="store_true",
+                        help="write the results of the runs finished so far and start nothing (a long sweep's progress)")
     parser.add_argument("overrides", nargs="*", help="key=value applied to every run")
     args = parser.parse_args(argv)
     try:
@@ -98,27 +128,15 @@ def main(argv: list[str] | None = None) -> int:
     except StaleRunError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    from rl.cluster.connect import ray_session  # Ray is imported only here
-    from rl.cluster.sweep import run_sweep
-    previous_sigterm = signal.getsignal(signal.SIGTERM)
-    try:
-        with ray_session(args.address):
-            signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, whose own handler dumps a stack and dies
-            results, failures = run_sweep(specs, args.cpus_per_run, args.gpus_per_run, args.retries)
-    except ConfigError as error:  # no cluster at --address
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: Ray stopped with the runs where they were
-        print("interrupted: finished runs are kept and the others resume from their last checkpoint; "
-              "rerun the same command to continue the sweep", file=sys.stderr)
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
-    if failures:
-        print(f"{len(failures)} of {len(specs)} runs failed (rerun the same command to retry them; finished "
-              f"runs are kept):\n" + "\n".join(failures), file=sys.stderr)
-        return 1
+    if args.report:
+        results = [result for result in map(finished_result, specs) if result is not None]
+        if not results:
+            print(f"error: none of the {len(specs)} runs in {args.out} has finished yet", file=sys.stderr)
+            return 1
+    else:
+        results, code = run_all(specs, args)
+        if code is not None:
+            return code
 
     write_csv(results, args.out / "results.csv")
     groups = by_setting(results)
@@ -129,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:  # a run finished before runs kept their episodes
         paired = f"(not available: {error}; delete that run's {RESULT} to evaluate it again)"
     budget = f"{config.ppo.total_timesteps:,} env steps per run, {args.seeds} seeds, {args.episodes} held-out episodes"
+    if len(results) < len(specs):
+        budget += f"; {len(results)} of the {len(specs)} runs finished so far"
     (args.out / "results.md").write_text(f"Budget: {budget}.\n\n{table}\n{PAIRED}\n\n{paired}\n")
     learning_curves(groups, config.ppo.total_timesteps, args.out / "learning_curves.png")
     final_metric(groups, "travel_to_complete", "travel to complete (cells)", args.out / "travel_to_complete.png")

@@ -94,6 +94,20 @@ def check_reusable(run_dir: Path, asked: Config) -> None:
                             f"({described}); give another --out, or delete the folder to retrain it")
 
 
+def _evaluation(spec: RunSpec) -> dict:
+    """How ``spec`` asks its run to be evaluated, as its result records it."""
+    return {"episodes": spec.episodes, "eval_seed": spec.eval_seed}
+
+
+def finished_result(spec: RunSpec) -> dict | None:
+    """The run's recorded result if it finished and was evaluated as ``spec`` asks, else None."""
+    path = Path(spec.run_dir) / RESULT
+    if not path.exists():
+        return None
+    result = json.loads(path.read_text())
+    return result if result.get("evaluation") == _evaluation(spec) else None
+
+
 def run_one(spec: RunSpec) -> dict:
     """Train, evaluate and record one run; a finished run is read back, a killed one resumed.
 
@@ -103,11 +117,9 @@ def run_one(spec: RunSpec) -> dict:
     """
     run_dir, config = Path(spec.run_dir), spec_config(spec)
     check_reusable(run_dir, config)
-    evaluation = {"episodes": spec.episodes, "eval_seed": spec.eval_seed}
-    if (run_dir / RESULT).exists():
-        result = json.loads((run_dir / RESULT).read_text())
-        if result.get("evaluation") == evaluation:
-            return result
+    result = finished_result(spec)
+    if result is not None:
+        return result
     if latest_checkpoint(run_dir) is not None:
         trainer = Trainer.resume(run_dir)  # a finished run: train() below does nothing
     else:
@@ -127,7 +139,7 @@ def run_one(spec: RunSpec) -> dict:
     coverage_steps, coverage = series["charts/coverage"]
     _, sps = series["charts/SPS"]
     result = {
-        "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir), "evaluation": evaluation,
+        "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir), "evaluation": _evaluation(spec),
         "parameters": sum(p.numel() for p in trainer.policy.parameters()),
         "success_rate": agent["success_rate"][0], "coverage": agent["coverage"][0],
         "travel_to_complete": agent["travel_to_complete"][0],

@@ -156,3 +156,29 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
     result = run_one(spec)  # resumes from that checkpoint and finishes
     assert load_checkpoint(latest_checkpoint(run_dir))["update"] == 30
     assert result["label"] == "model.n_heads=1" and (run_dir / RESULT).exists()
+
+
+def test_report_writes_the_finished_runs_and_starts_nothing(tmp_path, capsys):
+    import ray
+
+    partial = tmp_path / "partial"
+    args = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2", "--out", str(partial)]
+    assert ablate.main([*args, "ppo.total_timesteps=32", "--heads", "1", "--seeds", "1"]) == 0  # one finished run
+    assert ablate.main([*args, "ppo.total_timesteps=32", "--heads", "2"]) == 0
+    (partial / "model.n_heads=2_seed2" / "result.json").unlink()  # trained, as if killed before its evaluation
+    ray.shutdown()  # so that the check below sees whether --report starts Ray
+    unfinished = partial / "model.n_heads=2_seed2"
+    before = {p.name: p.stat().st_mtime_ns for p in unfinished.iterdir()}
+    assert ablate.main([*args, "ppo.total_timesteps=32", "--report"]) == 0
+    assert not ray.is_initialized()
+    assert {p.name: p.stat().st_mtime_ns for p in unfinished.iterdir()} == before  # not trained, not evaluated
+    rows = list(csv.DictReader(open(partial / "results.csv")))
+    assert sorted((r["label"], r["seed"]) for r in rows) == [("model.n_heads=1", "1"), ("model.n_heads=2", "1")]
+    table = (partial / "results.md").read_text()
+    assert "2 seeds, 2 held-out episodes; 2 of the 4 runs finished so far." in table
+    assert "| model.n_heads=2 | model.n_heads=1 |" in table  # the paired table over what is there
+
+    for run in partial.glob("*/result.json"):
+        run.unlink()
+    assert ablate.main([*args, "ppo.total_timesteps=32", "--report"]) == 1
+    assert "none of the 4 runs in" in capsys.readouterr().err
