@@ -182,3 +182,33 @@ def test_report_writes_the_finished_runs_and_starts_nothing(tmp_path, capsys):
         run.unlink()
     assert ablate.main([*args, "ppo.total_timesteps=32", "--report"]) == 1
     assert "none of the 4 runs in" in capsys.readouterr().err
+
+
+def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
+    """With checkpoints due only every 1,000 updates, only the stop itself can leave one."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from rl.checkpoint import latest_checkpoint, load_checkpoint
+    from tests.helpers import ROOT
+
+    out = tmp_path / "sweep"
+    command = [sys.executable, "ablate.py", "--heads", "1", "--seeds", "1", "--config", str(SMOKE), "--episodes", "1",
+               "--out", str(out), "ppo.total_timesteps=100000", "run.checkpoint_every=1000", "run.image_every=0"]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    run_dir = out / "model.n_heads=1_seed1"
+    deadline = time.time() + 120
+    while not list(run_dir.glob("events.*")) and time.time() < deadline:  # training under way
+        time.sleep(0.2)
+    time.sleep(3)
+    process.terminate()
+    _, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err
+    assert "each run finishes its update and saves a checkpoint" in err
+    checkpoint = latest_checkpoint(run_dir)
+    assert checkpoint is not None, err
+    assert 0 < load_checkpoint(checkpoint)["update"] < 3125
+    assert not (run_dir / "result.json").exists()

@@ -9,12 +9,18 @@ A run that fails with an error is not retried: its error is reported with its fo
 """
 from __future__ import annotations
 
+import sys
+
 import ray
 from ray.exceptions import RayError, RayTaskError
 from tqdm import tqdm
 
 from rl.cluster.connect import cluster_cpus, completion_order
 from rl.sweep import RunSpec, run_one
+
+
+STOP_TIMEOUT_S = 300.0
+"""How long a stopped sweep waits for its runs to save (an update takes seconds to a minute)."""
 
 
 def run_here(spec: RunSpec) -> dict:
@@ -32,12 +38,28 @@ def run_sweep(specs: list[RunSpec], cpus_per_run: int, gpus_per_run: float, retr
     results: dict[int, dict] = {}
     failures = []
     with tqdm(total=len(refs), unit="run", desc=f"sweep ({cluster_cpus()} CPUs)") as bar:
-        for i in completion_order(refs):
-            try:
-                results[i] = ray.get(refs[i])
-            except RayTaskError as error:  # the run raised: report its own error, not Ray's wrapping
-                failures.append(f"{specs[i].run_dir}: {type(error.cause).__name__}: {error.cause}")
-            except RayError as error:  # its process died more often than retries allow
-                failures.append(f"{specs[i].run_dir}: {type(error).__name__}: {error}")
-            bar.update(1)
+        try:
+            for i in completion_order(refs):
+                try:
+                    results[i] = ray.get(refs[i])
+                except RayTaskError as error:  # the run raised: report its own error, not Ray's wrapping
+                    failures.append(f"{specs[i].run_dir}: {type(error.cause).__name__}: {error.cause}")
+                except RayError as error:  # its process died more often than retries allow
+                    failures.append(f"{specs[i].run_dir}: {type(error).__name__}: {error}")
+                bar.update(1)
+        except KeyboardInterrupt:
+            stop_and_save(refs)
+            raise
     return [results[i] for i in sorted(results)], failures
+
+
+def stop_and_save(refs: list[ray.ObjectRef], timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Stop every run: one not started never starts; one training finishes its update and saves a
+    checkpoint before its task ends (``ray.cancel`` raises SIGINT's handler in the task, which is
+    the trainer's ``StopOnSignal``), so the next sweep resumes it with nothing lost. Waits up to
+    ``timeout_s`` for them; a second Ctrl-C stops at once (from the last checkpoints)."""
+    print("stopping: each run finishes its update and saves a checkpoint (Ctrl-C again to stop at once)",
+          file=sys.stderr, flush=True)
+    for ref in refs:
+        ray.cancel(ref)
+    ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
