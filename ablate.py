@@ -22,7 +22,6 @@ from __future__ import annotations
 import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
@@ -54,30 +53,21 @@ def parse_sweeps(heads: list[int] | None, sweeps: list[str]) -> dict[str, list[s
     return result
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (``kill PID``, the way to stop a sweep started in the background) stops it as Ctrl-C does."""
-    raise KeyboardInterrupt
-
-
 def run_all(specs: list[RunSpec], args: argparse.Namespace) -> tuple[list[dict], int | None]:
     """Every run of ``specs`` as a Ray task -> (results, None), or ([], the exit code) once stderr says why."""
     args.out.mkdir(parents=True, exist_ok=True)
     from rl.cluster.connect import ray_session  # Ray is imported only here
     from rl.cluster.sweep import run_sweep
-    previous_sigterm = signal.getsignal(signal.SIGTERM)
     try:
-        with ray_session(args.address):
-            signal.signal(signal.SIGTERM, _interrupt)  # after ray.init, whose own handler dumps a stack and dies
+        with ray_session(args.address):  # where SIGTERM is a KeyboardInterrupt too
             results, failures = run_sweep(specs, args.cpus_per_run, args.gpus_per_run, args.retries)
     except ConfigError as error:  # no cluster at --address
         print(f"error: {error}", file=sys.stderr)
         return [], 2
-    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: Ray stopped with the runs where they were
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: each running run saved first (run_sweep)
         print("interrupted: finished runs are kept and the others resume from their last checkpoint; "
               "rerun the same command to continue the sweep", file=sys.stderr)
         return [], 130
-    finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
     if failures:
         print(f"{len(failures)} of {len(specs)} runs failed (rerun the same command to retry them; finished "
               f"runs are kept):\n" + "\n".join(failures), file=sys.stderr)

@@ -22,9 +22,9 @@ from rl.seeding import eval_episode_seed
 from stats import mean_ci
 
 AGENT = "agent"
+"""The trained policy's name in reports and tables ("agent (argmax)": it takes its most probable move)."""
 REFERENCES = ("nearest_frontier", "greedy")
 """The baselines travel is compared against, where present."""
-"""The trained policy's name in reports and tables ("agent (argmax)": it takes its most probable move)."""
 
 Actor = Callable[[dict, gym.Env], int]
 """``act(obs, env) -> slot``: the signature shared by the trained policy and the baselines."""

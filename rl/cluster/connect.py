@@ -8,7 +8,9 @@ does not answer is a ``ClusterError`` naming it, raised within seconds, before a
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,13 +61,26 @@ def connect(address: str = "", num_cpus: int | None = None) -> bool:
 
 @contextmanager
 def ray_session(address: str = "", num_cpus: int | None = None) -> Iterator[None]:
-    """``connect`` for the block; a Ray the block started is shut down after it, however it ends."""
+    """``connect`` for the block; a Ray the block started is shut down after it, however it ends.
+
+    In the block SIGTERM (``kill PID``, the way to stop a program started in the background)
+    raises ``KeyboardInterrupt`` as Ctrl-C does, so the caller's Ctrl-C handling covers both.
+    ``ray.init`` installs its own handler, which dumps a stack and dies; this one replaces it.
+    """
     started = connect(address, num_cpus)
+    main_thread = threading.current_thread() is threading.main_thread()  # the only one that may set handlers
+    previous_sigterm = signal.signal(signal.SIGTERM, _interrupt) if main_thread else None
     try:
         yield
     finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous_sigterm)
         if started:
             ray.shutdown()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def completion_order(refs: list[ray.ObjectRef]) -> Iterator[int]:
