@@ -12,10 +12,12 @@ background), rerun the same command, and finished runs are skipped,
 interrupted ones resumed from their last checkpoint; a run folder made with other settings is
 refused, naming the keys that differ, and a finished run evaluated with other ``--episodes`` /
 ``--eval-seed`` is evaluated again. Each run keeps its episodes in ``evaluation.json``. Writes
-results.csv, results.md (mean ± 95% CI over seeds per setting, then every two settings compared
-map by map, seeds pooled: ``rl.comparison.paired_settings``), learning_curves.png,
-travel_to_complete.png and ratio_to_nearest_frontier.png; ``--report`` writes them from the runs
-finished so far and starts nothing, to look at a long sweep while it runs.
+results.csv, results.md (mean ± 95% CI over seeds per setting; every two settings' difference over
+seeds, Welch's t, with the largest difference the intervals allow: ``rl.report.seed_differences``;
+then every two settings compared map by map, seeds pooled: ``rl.comparison.paired_settings``),
+learning_curves.png, travel_to_complete.png and ratio_to_nearest_frontier.png; ``--report``
+writes them from the runs finished so far and starts nothing, to look at a long sweep while it
+runs.
 """
 from __future__ import annotations
 
@@ -27,13 +29,15 @@ from pathlib import Path
 
 from config import ConfigError, load_config
 from rl.envs import check_env_config
-from rl.report import by_setting, markdown_table, write_csv
+from rl.report import by_setting, markdown_table, seed_differences, write_csv
 from rl.comparison import paired_settings
 from rl.sweep import (EVALUATION, RESULT, RunSpec, StaleRunError, check_reusable, finished_result, run_name,
                       settings_grid, spec_config)
 from viz.ablation_plots import final_metric, learning_curves
 
 
+OVER_SEEDS = ("Over seeds: each setting's travel / nearest frontier against another's, each run one replicate "
+              "(Welch's t), so training's seed-to-seed spread counts: the question whether the setting matters.")
 PAIRED = ("Paired per map: the agent's travel under one setting over another's on each held-out map, each "
           "setting's travel on a map the mean over its seeds (compare.py --base).")
 
@@ -131,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     write_csv(results, args.out / "results.csv")
     groups = by_setting(results)
     table = markdown_table(results)
+    differences, answer = seed_differences(results)
     try:
         paired = paired_settings({label: [Path(run["run_dir"]) / EVALUATION for run in runs]
                                   for label, runs in groups.items()})
@@ -139,11 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     budget = f"{config.ppo.total_timesteps:,} env steps per run, {args.seeds} seeds, {args.episodes} held-out episodes"
     if len(results) < len(specs):
         budget += f"; {len(results)} of the {len(specs)} runs finished so far"
-    (args.out / "results.md").write_text(f"Budget: {budget}.\n\n{table}\n{PAIRED}\n\n{paired}\n")
+    answer = f"{answer}\n\n" if answer else "\n"
+    report = f"Budget: {budget}.\n\n{table}\n{OVER_SEEDS}\n\n{differences}\n{answer}{PAIRED}\n\n{paired}\n"
+    (args.out / "results.md").write_text(report)
     learning_curves(groups, config.ppo.total_timesteps, args.out / "learning_curves.png")
     final_metric(groups, "travel_to_complete", "travel to complete (cells)", args.out / "travel_to_complete.png")
     final_metric(groups, "ratio_to_nearest_frontier", "travel / nearest frontier", args.out / "ratio_to_nearest_frontier.png")
-    print(f"Budget: {budget}\n{table}\n{PAIRED}\n{paired}\nwrote {args.out}/results.csv, results.md and plots")
+    print(f"{report}wrote {args.out}/results.csv, results.md and plots")
     return 0
 
 

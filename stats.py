@@ -34,6 +34,26 @@ def mean_ci(values: Sequence[float]) -> tuple[float, float]:
     return float(x.mean()), float(half)
 
 
+def welch_difference_ci(a: Sequence[float], b: Sequence[float]) -> tuple[float, float]:
+    """``mean(a) - mean(b)`` and the half-width of its 95% confidence interval by Welch's t: the
+    two samples independent, their variances not assumed equal, the degrees of freedom
+    Welch-Satterthwaite's, rounded down (the wider interval). The half-width is NaN when either
+    sample has fewer than two values (no variance to estimate); both are NaN when one is empty.
+    """
+    if not len(a) or not len(b):
+        return float("nan"), float("nan")
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    difference = float(x.mean() - y.mean())
+    if len(x) < 2 or len(y) < 2:
+        return difference, float("nan")
+    var_x, var_y = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)  # squared standard errors
+    se = math.sqrt(var_x + var_y)
+    if se == 0.0:
+        return difference, 0.0
+    df = (var_x + var_y) ** 2 / (var_x**2 / (len(x) - 1) + var_y**2 / (len(y) - 1))
+    return difference, t_quantile_975(max(1, math.floor(df))) * se
+
+
 def format_mean_ci(mean: float, half: float, decimals: int) -> str:
     """``mean ± half`` with ``decimals`` places; "n/a" when there was nothing to average."""
     return "n/a" if math.isnan(mean) else f"{mean:.{decimals}f} ± {half:.{decimals}f}"

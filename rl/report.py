@@ -1,11 +1,13 @@
-"""Ablation results: one CSV row per run, and a Markdown table per setting with 95% CIs."""
+"""Ablation results: one CSV row per run, a Markdown table per setting with 95% CIs, and every two
+settings' difference with its 95% CI over seeds."""
 from __future__ import annotations
 
 import csv
+import math
 from collections import defaultdict
 from pathlib import Path
 
-from stats import format_mean_ci, mean_ci
+from stats import format_mean_ci, mean_ci, welch_difference_ci
 
 COLUMNS = ["label", "seed", "parameters", "success_rate", "coverage", "travel_to_complete",
            "ratio_to_nearest_frontier", "ratio_to_greedy", "final_return", "sps", "train_minutes", "run_dir", "node"]
@@ -47,3 +49,39 @@ def markdown_table(results: list[dict]) -> str:
             cells.append(format_mean_ci(*mean_ci(values), decimals))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def seed_differences(results: list[dict], column: str = "ratio_to_nearest_frontier") -> tuple[str, str]:
+    """Every two settings' difference in ``column``, the later setting's mean over its seeds minus
+    the earlier's, with Welch's 95% interval: each run is one replicate, so the interval counts
+    training's seed-to-seed spread as well as the held-out maps'.
+
+    Returns a Markdown table and a sentence: which intervals exclude 0, and the largest
+    difference any interval allows (``|difference| + half-width``); empty when no interval could be
+    formed (a setting with one seed).
+    """
+    header, decimals = METRICS[column]
+    groups = {label: [r[column] for r in runs if r[column] == r[column]] for label, runs in by_setting(results).items()}
+    labels = list(groups)
+    lines = [f"| new | base | {header}: new - base | seeds (new, base) |", "|---|---|---|---|"]
+    bounds, differing = [], []
+    for i, base in enumerate(labels):
+        for new in labels[i + 1:]:
+            difference, half = welch_difference_ci(groups[new], groups[base])
+            if math.isnan(half):
+                cell = "n/a" if math.isnan(difference) else f"{difference:+.{decimals}f} (no interval: too few seeds)"
+            else:
+                cell = f"{difference:+.{decimals}f} ± {half:.{decimals}f}"
+                bounds.append(abs(difference) + half)
+                if abs(difference) > half:
+                    differing.append(f"{new} against {base}")
+            lines.append(f"| {new} | {base} | {cell} | {len(groups[new])}, {len(groups[base])} |")
+    table = "\n".join(lines) + "\n"
+    if not bounds:
+        return table, ""
+    largest = f"{max(bounds):.{decimals}f}"
+    if differing:
+        return table, (f"Intervals that exclude 0 (a difference at 95%): {'; '.join(differing)}. The largest "
+                       f"difference in {header} any interval allows is {largest}.")
+    return table, (f"Every interval holds 0: no two settings differ in {header} by more than {largest} "
+                   f"at 95% confidence.")

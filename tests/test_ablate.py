@@ -30,8 +30,11 @@ def test_a_2x2_sweep_writes_every_file_with_the_right_rows(sweep):
     table = (sweep / "results.md").read_text()
     assert "Budget: 64 env steps per run, 2 seeds" in table
     assert [line.split(" | ")[0] for line in table.splitlines() if line.startswith("| model.n_heads=")] == [
-        "| model.n_heads=1", "| model.n_heads=2", "| model.n_heads=2"]  # 2 settings, then 1 pair
-    assert "| model.n_heads=2 | model.n_heads=1 |" in table  # the later setting's travel over the earlier's
+        "| model.n_heads=1", "| model.n_heads=2", "| model.n_heads=2", "| model.n_heads=2"
+    ]  # 2 settings, then 1 pair over seeds and the same pair map by map
+    over_seeds, per_map = table.split("Over seeds:")[1].split("Paired per map:")
+    assert "| model.n_heads=2 | model.n_heads=1 | n/a | 0, 0 |" in over_seeds  # 64 steps: no map completed
+    assert "| model.n_heads=2 | model.n_heads=1 |" in per_map  # the later setting's travel over the earlier's
 
 
 def test_each_run_keeps_its_episodes_for_a_paired_comparison(sweep, capsys):
