@@ -4,7 +4,8 @@ Each run lives in ``<out>/<label>_seed<S>/`` as an ordinary training run folder 
 ``result.json``, written last and atomically: its presence is what marks a run as finished.
 A run folder is reused only for the settings it was made with: its ``config.yaml`` must equal the
 config the sweep asks for (``StaleRunError`` names the keys that differ), and a result evaluated
-with other ``--episodes`` / ``--eval-seed`` is evaluated again from the finished run.
+with other ``--episodes`` / ``--eval-seed``, or recorded before one of today's ``CURVES`` was kept,
+is evaluated again from the finished run.
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ from rl.trainer import Trainer
 RESULT = "result.json"
 EVALUATION = "evaluation.json"
 """Every held-out episode of the agent and the baselines, as ``evaluate.py --json`` writes it."""
+
+CURVES = {"return": "charts/episodic_return", "coverage": "charts/coverage", "travel": "charts/travel_distance"}
+"""The learning curves a result keeps (name -> the run's tensorboard tag), for the sweep's plots."""
 
 NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device")
 """Settings a rerun may change without making a finished run stale: they decide how fast, not what."""
@@ -100,12 +104,14 @@ def _evaluation(spec: RunSpec) -> dict:
 
 
 def finished_result(spec: RunSpec) -> dict | None:
-    """The run's recorded result if it finished and was evaluated as ``spec`` asks, else None."""
+    """The run's recorded result if it finished, was evaluated as ``spec`` asks and keeps every one
+    of ``CURVES``, else None."""
     path = Path(spec.run_dir) / RESULT
     if not path.exists():
         return None
     result = json.loads(path.read_text())
-    return result if result.get("evaluation") == _evaluation(spec) else None
+    current = result.get("evaluation") == _evaluation(spec) and set(CURVES) <= set(result.get("curves", {}))
+    return result if current else None
 
 
 def run_one(spec: RunSpec) -> dict:
@@ -134,9 +140,8 @@ def run_one(spec: RunSpec) -> dict:
     report = evaluation_report(episodes, spec.episodes, spec.eval_seed, trainer.config.env)
     atomic_write_text(run_dir / EVALUATION, json.dumps(report))  # per map, for compare.py's paired comparison
     agent = report["summaries"][AGENT]
-    series = scalar_series(run_dir, "charts/episodic_return", "charts/coverage", "charts/SPS")
-    steps, returns = series["charts/episodic_return"]
-    coverage_steps, coverage = series["charts/coverage"]
+    series = scalar_series(run_dir, *CURVES.values(), "charts/SPS")
+    _, returns = series[CURVES["return"]]
     _, sps = series["charts/SPS"]
     result = {
         "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir), "evaluation": _evaluation(spec),
@@ -149,7 +154,7 @@ def run_one(spec: RunSpec) -> dict:
         "sps": sps[-1] if sps else float("nan"),
         # charts/SPS averages since the run (re)started: after a resume, the minutes are an estimate
         "train_minutes": trainer.global_step / sps[-1] / 60 if sps else float("nan"),
-        "curves": {"return": [steps, returns], "coverage": [coverage_steps, coverage]},
+        "curves": {name: list(series[tag]) for name, tag in CURVES.items()},
     }
     atomic_write_text(run_dir / RESULT, json.dumps(result))
     return result

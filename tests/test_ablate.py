@@ -99,6 +99,22 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluation
     assert "3 held-out episodes" in (sweep / "results.md").read_text()
 
 
+def test_a_result_recorded_before_a_curve_was_kept_is_evaluated_again_not_retrained(sweep):
+    finished = sweep / "model.n_heads=1_seed1"
+    result = json.loads((finished / "result.json").read_text())
+    steps, travel = result["curves"]["travel"]
+    assert len(steps) == len(travel) == len(result["curves"]["coverage"][0]) > 0
+    del result["curves"]["travel"]  # as an older version wrote it
+    (finished / "result.json").write_text(json.dumps(result))
+    checkpoints = {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")}
+    args = [*ARGS, "--out", str(sweep), "--episodes", str(result["evaluation"]["episodes"])]  # as the sweep has them
+    assert ablate.main([*args, "--report"]) == 0  # counted as unfinished meanwhile
+    assert "3 of the 4 runs finished so far" in (sweep / "results.md").read_text()
+    assert ablate.main(args) == 0
+    assert json.loads((finished / "result.json").read_text())["curves"]["travel"] == [steps, travel]
+    assert {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")} == checkpoints
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "kill"])
 def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, how):
     """Ctrl-C reaches the terminal's whole process group; ``kill PID`` sends SIGTERM to the driver only."""

@@ -22,20 +22,21 @@ def binned(steps: list[int], values: list[float], edges: np.ndarray) -> np.ndarr
     return out
 
 
-CURVES = {  # curve -> (axis label, the range its values live in)
+CURVES = {  # curve (``rl.sweep.CURVES``) -> (axis label, the range its values live in)
     "coverage": ("coverage at episode end", (0.0, 1.0)),
     "return": ("episodic return", (-np.inf, np.inf)),
+    "travel": ("travel per episode (cells)", (0.0, np.inf)),
 }
 
 
 def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path, bins: int = 20) -> None:
-    """Coverage and return against env steps, one colour per setting: each seed as a thin line,
+    """Coverage, return and travel against env steps, one colour per setting: each seed as a thin line,
     the mean over seeds as a thick one, shaded ± 95% CI from 3 seeds on (with 2, Student's t makes
     the band 12.7 standard deviations wide and the seeds themselves say more), kept inside the
     range the curve's values live in (``CURVES``)."""
     edges = np.linspace(0, total_steps, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, len(CURVES), figsize=(5.5 * len(CURVES), 4))
     for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(groups))), groups.items()):
         for ax, (curve, (_, (lowest, highest))) in zip(axes, CURVES.items()):
             per_seed = np.array([binned(*r["curves"][curve], edges) for r in runs])  # [seeds, bins]
@@ -48,6 +49,7 @@ def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path,
                 ax.fill_between(centres, *band, color=colour, alpha=0.2)
     for ax, (name, _) in zip(axes, CURVES.values()):
         ax.set_xlabel("environment steps")
+        ax.xaxis.set_major_formatter(lambda steps, _: f"{steps / 1000:g}k" if steps else "0")
         ax.set_ylabel(name)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
