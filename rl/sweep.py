@@ -3,9 +3,10 @@
 Each run lives in ``<out>/<label>_seed<S>/`` as an ordinary training run folder plus
 ``result.json``, written last and atomically: its presence is what marks a run as finished.
 A run folder is reused only for the settings it was made with: its ``config.yaml`` must equal the
-config the sweep asks for (``StaleRunError`` names the keys that differ), and a result evaluated
-with other ``--episodes`` / ``--eval-seed``, or recorded before one of today's ``CURVES`` was kept,
-is evaluated again from the finished run.
+config the sweep asks for (``StaleRunError`` names the keys that differ), except for how fast it
+runs and where it lives (``NOT_SHAPING_A_RUN``: a moved sweep folder resumes and reports from
+where it is now). A result evaluated with other ``--episodes`` / ``--eval-seed``, or recorded
+before one of today's ``CURVES`` was kept, is evaluated again from the finished run.
 """
 from __future__ import annotations
 
@@ -32,8 +33,9 @@ EVALUATION = "evaluation.json"
 CURVES = {"return": "charts/episodic_return", "coverage": "charts/coverage", "travel": "charts/travel_distance"}
 """The learning curves a result keeps (name -> the run's tensorboard tag), for the sweep's plots."""
 
-NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device")
-"""Settings a rerun may change without making a finished run stale: they decide how fast, not what."""
+NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir")
+"""Settings a rerun may change without making a finished run stale: they decide how fast or where
+(a sweep folder moved to another disk), not what."""
 
 
 class StaleRunError(ValueError):
@@ -111,7 +113,7 @@ def finished_result(spec: RunSpec) -> dict | None:
         return None
     result = json.loads(path.read_text())
     current = result.get("evaluation") == _evaluation(spec) and set(CURVES) <= set(result.get("curves", {}))
-    return result if current else None
+    return {**result, "run_dir": spec.run_dir} if current else None  # where it is now, if the sweep moved
 
 
 def run_one(spec: RunSpec) -> dict:

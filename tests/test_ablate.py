@@ -115,6 +115,29 @@ def test_a_result_recorded_before_a_curve_was_kept_is_evaluated_again_not_retrai
     assert {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")} == checkpoints
 
 
+def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path):
+    import shutil
+
+    original = shutil.copytree(sweep, tmp_path / "original")  # results.json hold this folder's paths...
+    for run in original.glob("*_seed*"):
+        result = json.loads((sweep / run.name / "result.json").read_text())
+        (run / "result.json").write_text(json.dumps({**result, "run_dir": str(run)}))
+    moved = shutil.move(original, tmp_path / "elsewhere")  # ...which no longer exists
+    episodes = json.loads((moved / "model.n_heads=1_seed1" / "result.json").read_text())["evaluation"]["episodes"]
+    args = [*ARGS, "--out", str(moved), "--episodes", str(episodes)]
+    assert ablate.main([*args, "--report"]) == 0
+    assert {row["run_dir"] for row in csv.DictReader(open(moved / "results.csv"))} == {
+        str(moved / name) for name in ("model.n_heads=1_seed1", "model.n_heads=1_seed2", "model.n_heads=2_seed1",
+                                       "model.n_heads=2_seed2")}
+    assert "| model.n_heads=2 | model.n_heads=1 | n/a | 0 | 0 | 0 | 0 |" in (moved / "results.md").read_text()
+
+    (moved / "model.n_heads=2_seed2" / "result.json").unlink()  # as if stopped before its evaluation
+    assert ablate.main(args) == 0
+    assert json.loads((moved / "model.n_heads=2_seed2" / "result.json").read_text())["run_dir"] == str(
+        moved / "model.n_heads=2_seed2")
+    assert not original.exists()  # nothing written where the sweep was
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "kill"])
 def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, how):
     """Ctrl-C reaches the terminal's whole process group; ``kill PID`` sends SIGTERM to the driver only."""
