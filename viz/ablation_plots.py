@@ -22,24 +22,29 @@ def binned(steps: list[int], values: list[float], edges: np.ndarray) -> np.ndarr
     return out
 
 
-CURVES = {  # curve (``rl.sweep.CURVES``) -> (axis label, the range its values live in)
-    "coverage": ("coverage at episode end", (0.0, 1.0)),
-    "return": ("episodic return", (-np.inf, np.inf)),
-    "travel": ("travel per episode (cells)", (0.0, np.inf)),
+CURVES = {  # curve (``rl.sweep.CURVES``) -> (axis label, the range its values live in, y fitted from)
+    "coverage": ("coverage at episode end", (0.0, 1.0), 0.0),
+    "return": ("episodic return", (-np.inf, np.inf), 0.0),
+    # The first few updates travel up to ten times as far; fitted to them, the axis would hide
+    # the differences the head count is judged on.
+    "travel": ("travel per episode (cells)", (0.0, np.inf), 0.25),
 }
+"""The y axis of a curve is fitted to the seeds' values from that fraction of the training on."""
 
 
 def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path, bins: int = 20) -> None:
     """Coverage, return and travel against env steps, one colour per setting: each seed as a thin line,
     the mean over seeds as a thick one, shaded ± 95% CI from 3 seeds on (with 2, Student's t makes
     the band 12.7 standard deviations wide and the seeds themselves say more), kept inside the
-    range the curve's values live in (``CURVES``)."""
+    range the curve's values live in and with the y axis fitted as ``CURVES`` says."""
     edges = np.linspace(0, total_steps, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     fig, axes = plt.subplots(1, len(CURVES), figsize=(5.5 * len(CURVES), 4))
+    fitted = {curve: [] for curve in CURVES}  # the seeds' values the y axis shows in full
     for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(groups))), groups.items()):
-        for ax, (curve, (_, (lowest, highest))) in zip(axes, CURVES.items()):
+        for ax, (curve, (_, (lowest, highest), fit_from)) in zip(axes, CURVES.items()):
             per_seed = np.array([binned(*r["curves"][curve], edges) for r in runs])  # [seeds, bins]
+            fitted[curve].extend(per_seed[:, centres >= fit_from * total_steps].ravel())
             stats = [mean_ci([v for v in column if v == v]) for column in per_seed.T]
             mean, half = np.array(stats).T
             ax.plot(centres, per_seed.T, color=colour, alpha=0.35, linewidth=0.8)
@@ -47,7 +52,12 @@ def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path,
             if len(runs) >= 3:
                 band = np.clip([mean - half, mean + half], lowest, highest)
                 ax.fill_between(centres, *band, color=colour, alpha=0.2)
-    for ax, (name, _) in zip(axes, CURVES.values()):
+    for ax, (curve, (name, _, fit_from)) in zip(axes, CURVES.items()):
+        values = [v for v in fitted[curve] if v == v]
+        if fit_from > 0 and values:
+            margin = 0.05 * (max(values) - min(values)) or 1.0
+            ax.set_ylim(min(values) - margin, max(values) + margin)
+            ax.set_title(f"y axis fitted from {fit_from * total_steps / 1000:.0f}k steps on", fontsize=8)
         ax.set_xlabel("environment steps")
         ax.xaxis.set_major_formatter(lambda steps, _: f"{steps / 1000:g}k" if steps else "0")
         ax.set_ylabel(name)
