@@ -145,6 +145,10 @@ class RunConfig:
     """auto uses CUDA when present."""
     checkpoint_every: int = 5
     """Updates between checkpoints (the last update always writes one)."""
+    keep_checkpoints: int = 0
+    """How many checkpoints a run keeps: after each save, the ones older than the newest this many
+    are deleted. 0 keeps every one. Keep 2 or more to leave a fallback for a newest one that
+    becomes unreadable."""
     image_every: int = 25
     """Updates between rendered-episode and attention images in TensorBoard; 0 disables."""
     torch_threads: int = 0
@@ -155,7 +159,7 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_at_least_one("run.checkpoint_every", self.checkpoint_every, ConfigError)
-        for name in ("image_every", "torch_threads"):
+        for name in ("keep_checkpoints", "image_every", "torch_threads"):
             check_non_negative(f"run.{name}", getattr(self, name), ConfigError)
 
 

@@ -33,9 +33,9 @@ EVALUATION = "evaluation.json"
 CURVES = {"return": "charts/episodic_return", "coverage": "charts/coverage", "travel": "charts/travel_distance"}
 """The learning curves a result keeps (name -> the run's tensorboard tag), for the sweep's plots."""
 
-NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir")
-"""Settings a rerun may change without making a finished run stale: they decide how fast or where
-(a sweep folder moved to another disk), not what."""
+NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir", "run.keep_checkpoints")
+"""Settings a rerun may change without making a finished run stale: they decide how fast, where
+(a sweep folder moved to another disk) or what is kept on disk, not what is learned."""
 
 
 class StaleRunError(ValueError):

@@ -17,7 +17,8 @@ from config import Config, ConfigError, flat_settings, load_config, save_config
 from graph_batch import collate
 from policy import PolicyNet
 from rl.buffer import Rollout
-from rl.checkpoint import checkpoint_path, latest_checkpoint, load_latest_readable, load_model_weights, save_checkpoint
+from rl.checkpoint import (checkpoint_path, checkpoints, latest_checkpoint, load_latest_readable, load_model_weights,
+                           save_checkpoint)
 from rl.collector import Collector, check_collector_settings, make_collector
 from rl.envs import check_env_config, make_env
 from rl.episodes import EpisodeProgress
@@ -236,6 +237,15 @@ class Trainer:
         self.recent.extend(state["recent"])
 
     def save(self) -> Path:
+        """Write this update's checkpoint, then delete those older than ``run.keep_checkpoints`` allows.
+
+        Only checkpoints older than the one just written count: a newer one left by a resume
+        that passed over it (unreadable) is neither kept in place of an older one nor deleted."""
         path = checkpoint_path(self.run_dir, self.update)
         save_checkpoint(self._state(), path)
+        keep = self.config.run.keep_checkpoints
+        if keep:
+            found = checkpoints(self.run_dir)
+            for old in found[found.index(path) + keep:]:
+                old.unlink(missing_ok=True)
         return path

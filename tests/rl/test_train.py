@@ -91,6 +91,31 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, gae_values
         assert torch.equal(tensor, b["model"][name]), name
 
 
+def test_keep_checkpoints_deletes_the_older_ones_and_the_run_still_resumes(tmp_path):
+    overrides = ("ppo.total_timesteps=128", "run.image_every=0", "run.keep_checkpoints=2")  # 4 updates, 1 each
+    Trainer.create(smoke_config(tmp_path, *overrides), tmp_path).train(max_updates=3)
+    assert sorted(p.name for p in tmp_path.glob("checkpoint_*.pt")) == ["checkpoint_000002.pt", "checkpoint_000003.pt"]
+    Trainer.resume(tmp_path).train()
+    assert sorted(p.name for p in tmp_path.glob("checkpoint_*.pt")) == ["checkpoint_000003.pt", "checkpoint_000004.pt"]
+    assert load_checkpoint(latest_checkpoint(tmp_path))["update"] == 4
+
+
+def test_keep_checkpoints_never_counts_an_unreadable_newer_one_in_place_of_an_older(tmp_path):
+    overrides = ("ppo.total_timesteps=128", "run.image_every=0", "run.keep_checkpoints=1")
+    Trainer.create(smoke_config(tmp_path, *overrides), tmp_path).train(max_updates=1)
+    (tmp_path / "checkpoint_000003.pt").write_bytes(b"torn")  # newer than anything readable
+    trainer = Trainer.resume(tmp_path)  # passes over it, from update 1
+    trainer.train(max_updates=1)
+    assert sorted(p.name for p in tmp_path.glob("checkpoint_*.pt")) == ["checkpoint_000002.pt", "checkpoint_000003.pt"]
+    assert load_checkpoint(tmp_path / "checkpoint_000002.pt")["update"] == 2
+
+
+@pytest.mark.parametrize("value", ["-1", "1.5"])
+def test_keep_checkpoints_must_be_a_count(tmp_path, value):
+    with pytest.raises(ConfigError, match="keep_checkpoints"):
+        smoke_config(tmp_path, f"run.keep_checkpoints={value}")
+
+
 def test_a_run_over_a_map_folder_resumes_exactly(tmp_path):
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
     overrides = ("ppo.total_timesteps=128", "run.image_every=0",
