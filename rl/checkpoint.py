@@ -28,6 +28,14 @@ def save_checkpoint(state: dict[str, Any], path: Path) -> None:
     atomic_write(path, lambda f: torch.save(state, f))
 
 
+def checkpoint_update(path: Path) -> int:
+    """The update a checkpoint was written after, from its name (``checkpoint_000045.pt``: 45)."""
+    match = _NAME.search(Path(path).name)
+    if match is None:
+        raise ValueError(f"{path} is not named like a checkpoint (checkpoint_NNNNNN.pt)")
+    return int(match.group(1))
+
+
 def checkpoints(run_dir: Path) -> list[Path]:
     """The checkpoints in ``run_dir``, newest (highest update number) first."""
     found = [(int(m.group(1)), p) for p in Path(run_dir).glob("checkpoint_*.pt") if (m := _NAME.search(p.name))]

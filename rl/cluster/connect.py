@@ -11,7 +11,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -83,13 +83,18 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def completion_order(refs: list[ray.ObjectRef]) -> Iterator[int]:
-    """The indices of ``refs`` as their tasks finish (``ray.get`` each one then: it will not block)."""
+def completion_order(refs: list[ray.ObjectRef], tick: Callable[[], None] | None = None,
+                     every_s: float = 10.0) -> Iterator[int]:
+    """The indices of ``refs`` as their tasks finish (``ray.get`` each one then: it will not block);
+    ``tick()``, if given, is called every ``every_s`` seconds that pass with none finishing."""
     index = {ref: i for i, ref in enumerate(refs)}
     waiting = list(refs)
     while waiting:
-        (ready,), waiting = ray.wait(waiting, num_returns=1)
-        yield index[ready]
+        ready, waiting = ray.wait(waiting, num_returns=1, timeout=None if tick is None else every_s)
+        if not ready:
+            tick()
+            continue
+        yield index[ready[0]]
 
 
 def cluster_cpus() -> int:

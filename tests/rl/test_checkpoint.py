@@ -6,7 +6,7 @@ import torch
 import yaml
 
 import evaluate
-from rl.checkpoint import CheckpointError, load_checkpoint
+from rl.checkpoint import CheckpointError, checkpoint_path, checkpoint_update, load_checkpoint
 from rl.evaluation import load_policy
 from rl.trainer import Trainer
 
@@ -67,3 +67,10 @@ def test_weights_of_other_shapes_are_named_with_both_shapes(run_copy):
     with pytest.raises(CheckpointError, match=r"does not fit this network: actor_trunk.encoder.layers.0."
                                               r"feed_forward.0.weight: \[32, 16\] in the checkpoint, \[48, 16\]"):
         load_policy(run_copy)
+
+
+def test_a_checkpoints_update_is_read_from_its_name(tmp_path):
+    assert checkpoint_update(checkpoint_path(tmp_path, 45)) == 45
+    assert checkpoint_update(tmp_path / "checkpoint_1000000.pt") == 1_000_000  # past six digits
+    with pytest.raises(ValueError, match="notes.txt is not named like a checkpoint"):
+        checkpoint_update(tmp_path / "notes.txt")

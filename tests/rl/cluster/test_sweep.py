@@ -1,4 +1,5 @@
-"""Sweep runs as Ray tasks (local Ray, 2 CPUs): a run whose process is killed is retried from its checkpoint."""
+"""Sweep runs as Ray tasks (local Ray, 2 CPUs): a run whose process is killed is retried from its
+checkpoint, and the progress bar counts updates, not runs."""
 import os
 import re
 import signal
@@ -7,7 +8,8 @@ import time
 from pathlib import Path
 
 from rl.checkpoint import checkpoint_path
-from rl.cluster.sweep import run_sweep
+from rl.cluster.connect import completion_order
+from rl.cluster.sweep import run_sweep, updates_behind
 from rl.sweep import RunSpec
 from tests.helpers import SMOKE
 
@@ -47,3 +49,36 @@ def test_a_run_that_raises_is_reported_with_its_folder_and_not_retried(local_ray
     results, failures = run_sweep([bad, spec(tmp_path, "good")], cpus_per_run=1, gpus_per_run=0, retries=2)
     assert [r["label"] for r in results] == ["good"]
     assert len(failures) == 1 and failures[0].startswith(f"{bad.run_dir}: NonFiniteLossError: ")
+
+
+def test_the_bar_counts_updates_and_a_resumed_sweep_starts_it_at_what_was_done(local_ray, tmp_path, capsys):
+    done_before = spec(tmp_path, "before")  # smoke: 3 updates
+    assert run_sweep([done_before], cpus_per_run=1, gpus_per_run=0, retries=0)[1] == []
+    capsys.readouterr()
+    results, failures = run_sweep([done_before, spec(tmp_path, "new")], cpus_per_run=1, gpus_per_run=0, retries=0)
+    assert failures == [] and len(results) == 2
+    bar = capsys.readouterr().err
+    # It starts at the 3 updates already behind (not counted for the rate) and ends at all 6.
+    assert re.search(r"\| 3/6 \[00:0\d<\?, \?update/s, 0 of 2 runs ended\]", bar), bar
+    assert "| 6/6 [" in bar and "2 of 2 runs ended]" in bar
+
+
+def test_updates_behind_reads_the_latest_checkpoint_of_the_run_folder(tmp_path):
+    run = spec(tmp_path, "run")
+    assert updates_behind(run, total=160) == 0  # no folder yet
+    Path(run.run_dir).mkdir()
+    for update in (5, 45, 10):
+        checkpoint_path(Path(run.run_dir), update).touch()
+    assert updates_behind(run, total=160) == 45
+    assert updates_behind(run, total=40) == 40  # never more than the run's budget
+
+
+def test_completion_order_ticks_while_no_task_finishes(local_ray):
+    import ray
+
+    slow = ray.remote(lambda: time.sleep(1.5))
+    ticks: list[float] = []
+    order = list(completion_order([slow.remote(), ray.put(None)], tick=lambda: ticks.append(time.time()),
+                                  every_s=0.3))
+    assert order == [1, 0]  # the ready one first
+    assert 2 <= len(ticks) <= 6
