@@ -68,8 +68,9 @@ def encoder_attention(policy, steps: list[dict]) -> list[list[np.ndarray]]:
 
 
 def label_of(checkpoint: Path) -> str:
-    """A short name for a checkpoint in titles: its run folder's name."""
-    return (checkpoint.parent if checkpoint.is_file() else checkpoint).name
+    """A short name for a checkpoint in titles: its run folder's name (the latest checkpoint), or
+    ``folder/file`` for one checkpoint file (a run compared with itself earlier in its training)."""
+    return f"{checkpoint.parent.name}/{checkpoint.stem}" if checkpoint.is_file() else checkpoint.name
 
 
 def compare_heads(policies: dict[str, list[list[np.ndarray]]], steps: list[dict], at: int, query: int,

@@ -84,6 +84,17 @@ def test_compare_draws_every_checkpoints_heads_on_the_same_states(smoke_run, one
     assert all(cell.strip(" |") == "n/a" for cell in theirs[2:])
 
 
+def test_compare_takes_a_run_against_its_own_earlier_checkpoint(smoke_run, tmp_path, capsys):
+    early = smoke_run / "checkpoint_000001.pt"
+    assert visualize.main(["--checkpoint", str(smoke_run), "--compare", str(early), "--out", str(tmp_path),
+                           "--at", "0"]) == 0
+    rows = [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("| ")][1:]
+    assert rows == [f"| {smoke_run.name}", f"| {smoke_run.name}/checkpoint_000001"]
+    with pytest.raises(SystemExit):  # the same checkpoint twice is still refused, naming it
+        visualize.main(["--checkpoint", str(smoke_run), "--compare", str(smoke_run), "--out", str(tmp_path)])
+    assert f"another checkpoint is already named {smoke_run.name!r}" in capsys.readouterr().err
+
+
 def test_compare_refuses_a_checkpoint_of_other_env_settings(smoke_run, tmp_path, capsys):
     from rl.trainer import Trainer
     from tests.helpers import smoke_config
