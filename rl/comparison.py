@@ -4,6 +4,7 @@ The library behind ``compare.py`` and ``ablate.py``'s paired comparison of setti
 """
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -117,10 +118,8 @@ def paired_settings(reports: dict[str, list[Path]], policy: str = "agent") -> st
     """``format_comparison`` of ``policy`` between every two settings, the later in ``reports``'
     order over the earlier, each setting's per-map travel pooled over its reports (its seeds)."""
     pooled = {label: pool_reports([load_report(path) for path in paths], paths) for label, paths in reports.items()}
-    labels = list(pooled)
     rows = {}
-    for i, base in enumerate(labels):
-        for new in labels[i + 1:]:
-            n = common_maps(pooled[new], pooled[base])
-            rows[(new, base)] = comparison_row(pooled[new].episodes[policy][:n], pooled[base].episodes[policy][:n])
+    for base, new in itertools.combinations(pooled, 2):
+        n = common_maps(pooled[new], pooled[base])
+        rows[(new, base)] = comparison_row(pooled[new].episodes[policy][:n], pooled[base].episodes[policy][:n])
     return format_comparison(rows)

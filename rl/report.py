@@ -3,6 +3,7 @@ settings' difference with its 95% CI over seeds."""
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -20,6 +21,11 @@ METRICS = {  # column -> (header, decimals)
     "sps": ("training SPS", 0),
     "train_minutes": ("training minutes", 1),
 }
+
+
+def measured(runs: list[dict], column: str) -> list[float]:
+    """``column`` of each run, NaNs (no completed episode) left out."""
+    return [r[column] for r in runs if r[column] == r[column]]
 
 
 def by_setting(results: list[dict]) -> dict[str, list[dict]]:
@@ -45,8 +51,7 @@ def markdown_table(results: list[dict]) -> str:
     for label, runs in by_setting(results).items():
         cells = [label, str(len(runs)), f"{runs[0]['parameters']:,}"]
         for column, (_, decimals) in METRICS.items():
-            values = [r[column] for r in runs if r[column] == r[column]]  # drop NaN
-            cells.append(format_mean_ci(*mean_ci(values), decimals))
+            cells.append(format_mean_ci(*mean_ci(measured(runs, column)), decimals))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -61,21 +66,19 @@ def seed_differences(results: list[dict], column: str = "ratio_to_nearest_fronti
     formed (a setting with one seed).
     """
     header, decimals = METRICS[column]
-    groups = {label: [r[column] for r in runs if r[column] == r[column]] for label, runs in by_setting(results).items()}
-    labels = list(groups)
+    groups = {label: measured(runs, column) for label, runs in by_setting(results).items()}
     lines = [f"| new | base | {header}: new - base | seeds (new, base) |", "|---|---|---|---|"]
     bounds, differing = [], []
-    for i, base in enumerate(labels):
-        for new in labels[i + 1:]:
-            difference, half = welch_difference_ci(groups[new], groups[base])
-            if math.isnan(half):
-                cell = "n/a" if math.isnan(difference) else f"{difference:+.{decimals}f} (no interval: too few seeds)"
-            else:
-                cell = f"{difference:+.{decimals}f} ± {half:.{decimals}f}"
-                bounds.append(abs(difference) + half)
-                if abs(difference) > half:
-                    differing.append(f"{new} against {base}")
-            lines.append(f"| {new} | {base} | {cell} | {len(groups[new])}, {len(groups[base])} |")
+    for base, new in itertools.combinations(groups, 2):
+        difference, half = welch_difference_ci(groups[new], groups[base])
+        if math.isnan(half):
+            cell = "n/a" if math.isnan(difference) else f"{difference:+.{decimals}f} (no interval: too few seeds)"
+        else:
+            cell = f"{difference:+.{decimals}f} ± {half:.{decimals}f}"
+            bounds.append(abs(difference) + half)
+            if abs(difference) > half:
+                differing.append(f"{new} against {base}")
+        lines.append(f"| {new} | {base} | {cell} | {len(groups[new])}, {len(groups[base])} |")
     table = "\n".join(lines) + "\n"
     if not bounds:
         return table, ""

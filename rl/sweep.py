@@ -5,8 +5,9 @@ Each run lives in ``<out>/<label>_seed<S>/`` as an ordinary training run folder 
 A run folder is reused only for the settings it was made with: its ``config.yaml`` must equal the
 config the sweep asks for (``StaleRunError`` names the keys that differ), except for how fast it
 runs, where it lives and what it keeps on disk (``NOT_SHAPING_A_RUN``: a moved sweep folder
-resumes and reports from where it is now). A result evaluated with other ``--episodes`` / ``--eval-seed``, or recorded
-before one of today's ``CURVES`` was kept, is evaluated again from the finished run.
+resumes and reports from where it is now). A result evaluated with other ``--episodes`` /
+``--eval-seed``, or recorded before one of today's ``CURVES`` was kept, is evaluated again from
+the finished run.
 """
 from __future__ import annotations
 

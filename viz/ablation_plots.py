@@ -40,11 +40,12 @@ def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path,
     edges = np.linspace(0, total_steps, bins + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     fig, axes = plt.subplots(1, len(CURVES), figsize=(5.5 * len(CURVES), 4))
-    fitted = {curve: [] for curve in CURVES}  # the seeds' values the y axis shows in full
+    fitted = {curve: [] for curve, (*_, fit_from) in CURVES.items() if fit_from}  # values a fitted axis shows
     for colour, (label, runs) in zip(plt.cm.viridis(np.linspace(0, 0.9, len(groups))), groups.items()):
         for ax, (curve, (_, (lowest, highest), fit_from)) in zip(axes, CURVES.items()):
             per_seed = np.array([binned(*r["curves"][curve], edges) for r in runs])  # [seeds, bins]
-            fitted[curve].extend(per_seed[:, centres >= fit_from * total_steps].ravel())
+            if fit_from:
+                fitted[curve].extend(per_seed[:, centres >= fit_from * total_steps].ravel())
             stats = [mean_ci([v for v in column if v == v]) for column in per_seed.T]
             mean, half = np.array(stats).T
             ax.plot(centres, per_seed.T, color=colour, alpha=0.35, linewidth=0.8)
@@ -53,8 +54,8 @@ def learning_curves(groups: dict[str, list[dict]], total_steps: int, path: Path,
                 band = np.clip([mean - half, mean + half], lowest, highest)
                 ax.fill_between(centres, *band, color=colour, alpha=0.2)
     for ax, (curve, (name, _, fit_from)) in zip(axes, CURVES.items()):
-        values = [v for v in fitted[curve] if v == v]
-        if fit_from > 0 and values:
+        values = [v for v in fitted.get(curve, []) if v == v]
+        if values:
             margin = 0.05 * (max(values) - min(values)) or 1.0
             ax.set_ylim(min(values) - margin, max(values) + margin)
             ax.set_title(f"y axis fitted from {fit_from * total_steps / 1000:.0f}k steps on", fontsize=8)
