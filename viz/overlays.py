@@ -62,16 +62,20 @@ def attention_rows_on_map(frame: np.ndarray, positions: np.ndarray, weights: dic
     """As ``attention_on_map``, one row of head panels per policy: ``weights`` maps a row label to
     that policy's [H,N,N] weights of one layer on the same state (head counts may differ)."""
     columns = max(w.shape[0] for w in weights.values())
-    fig, axes = plt.subplots(len(weights), columns, figsize=(3.2 * columns, 3.4 * len(weights)), squeeze=False)
-    for row_axes, (label, layer) in zip(axes, weights.items()):
+    fig, axes = plt.subplots(len(weights), columns, figsize=(3.2 * columns, 3.3 * len(weights)), squeeze=False,
+                             layout="constrained")
+    for r, (row_axes, (label, layer)) in enumerate(zip(axes, weights.items())):
         for h, ax in enumerate(row_axes):
             if h >= layer.shape[0]:
                 ax.axis("off")
                 continue
             _draw_attention(ax, frame, positions, layer[h, query], query)
-            ax.set_title(f"{label}: head {h}" if label else f"head {h}", fontsize=9)
+            if r == 0:
+                ax.set_title(f"head {h}", fontsize=9)
+        if label:  # the policy names its row, at the left, so long names never run into each other
+            row_axes[0].text(-0.03, 0.5, label.replace("/", "/\n"), transform=row_axes[0].transAxes,
+                             rotation=90, ha="right", va="center", fontsize=8)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return figure_to_rgb(fig)
 
 
