@@ -1,7 +1,7 @@
 """Watch what the trained policy looks at, for one held-out episode.
 
     python visualize.py --checkpoint runs/default [--seed 0] [--at 10] [--query NODE] [--out viz_out]
-    python visualize.py --checkpoint runs/heads/model.n_heads=8_seed1 --compare runs/heads/model.n_heads=1_seed1
+    python visualize.py --checkpoint runs/heads/model.n_heads=8_seed1 --compare runs/heads/model.n_heads=1_seed1 [--maps 10]
 
 Writes into ``--out``:
   pointer.gif                  every step of the episode, with the pointer's probability for each
@@ -17,7 +17,9 @@ at the same states, those of ``--checkpoint``'s episode, and it also writes
   heads_compared_layerL.png    per encoder layer L, one row of head panels per checkpoint
 and prints, per checkpoint and layer, how differently its heads attend (``head_disagreement``:
 the total-variation distance between two heads' attention rows, averaged over head pairs, real
-query nodes and every state of the episode; 0 means the heads attend alike).
+query nodes and every state; 0 means the heads attend alike). The states are those of
+``--checkpoint``'s episodes on ``--maps`` held-out maps (default 1: the drawn episode alone), the
+first ``--maps`` maps ``evaluate.py --seed SEED`` plays.
 """
 from __future__ import annotations
 
@@ -45,7 +47,8 @@ from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreem
 
 
 def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
-    """Step the policy's argmax moves through one episode; per step the frame, observation and attention."""
+    """Step the policy's argmax moves through one episode; per step the frame (None unless ``env``
+    renders), observation and attention."""
     obs, _ = env.reset(seed=seed)
     steps = []
     while True:
@@ -53,7 +56,7 @@ def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
             logits, _, attention = policy(collate(obs), need_weights=True)
         action = int(logits.argmax(-1))
         graph = env.unwrapped.graph
-        steps.append({"frame": env.render(), "obs": obs, "action": action, "positions": graph.positions().copy(),
+        steps.append({"frame": env.render() if env.render_mode else None, "obs": obs, "action": action, "positions": graph.positions().copy(),
                       "probs": attention.pointer[0].numpy(),
                       "encoder": [w[0].numpy() for w in attention.encoder]})
         obs, _, terminated, truncated, _ = env.step(action)
@@ -73,25 +76,38 @@ def label_of(checkpoint: Path) -> str:
     return f"{checkpoint.parent.name}/{checkpoint.stem}" if checkpoint.is_file() else checkpoint.name
 
 
-def compare_heads(policies: dict[str, list[list[np.ndarray]]], steps: list[dict], at: int, query: int,
-                  out: Path) -> str:
-    """Write heads_compared_layerL.png (state ``at``) and return the head-disagreement table."""
-    chosen = steps[at]
-    layers = min(len(per_step[0]) for per_step in policies.values())
-    for layer in range(layers):
-        rows = {label: per_step[at][layer] for label, per_step in policies.items()}
-        picture = attention_rows_on_map(chosen["frame"], chosen["positions"], rows, query,
+def draw_heads_compared(policies: dict[str, torch.nn.Module], step: dict, at: int, query: int, out: Path) -> None:
+    """Write heads_compared_layerL.png: every policy's heads, one row each, looking at ``step``, step ``at``."""
+    weights = {label: encoder_attention(policy, [step])[0] for label, policy in policies.items()}
+    for layer in range(min(len(per_layer) for per_layer in weights.values())):
+        rows = {label: per_layer[layer] for label, per_layer in weights.items()}
+        picture = attention_rows_on_map(step["frame"], step["positions"], rows, query,
                                         f"encoder layer {layer}, step {at}: node {query} attends to")
         Image.fromarray(picture).save(out / f"heads_compared_layer{layer}.png")
-    lines = ["| checkpoint | heads | " + " | ".join(f"layer {L}" for L in range(layers)) + " |",
+
+
+def disagreement_table(policies: dict[str, torch.nn.Module], episodes: list[list[dict]]) -> str:
+    """Per policy and encoder layer, ``head_disagreement`` averaged over every state of ``episodes``.
+
+    Each state's disagreement is computed as its weights come, so memory holds one episode's
+    attention at a time, whatever the number of maps.
+    """
+    table = {}
+    for label, policy in policies.items():
+        per_state = []  # [states][layers]
+        for steps in episodes:
+            for step, weights in zip(steps, encoder_attention(policy, steps)):
+                n_real = int(np.asarray(step["obs"]["node_mask"]).sum())
+                per_state.append([head_disagreement(layer, n_real) for layer in weights])
+        table[label] = (weights[0].shape[0], np.mean(per_state, axis=0))
+    layers = min(len(means) for _, means in table.values())
+    states = sum(len(steps) for steps in episodes)
+    lines = [f"head disagreement over {states} states of {len(episodes)} held-out map(s):",
+             "| checkpoint | heads | " + " | ".join(f"layer {L}" for L in range(layers)) + " |",
              "|---|---|" + "---|" * layers]
-    n_real = [int(np.asarray(step["obs"]["node_mask"]).sum()) for step in steps]
-    for label, per_step in policies.items():
-        cells = []
-        for layer in range(layers):
-            values = [head_disagreement(weights[layer], n) for weights, n in zip(per_step, n_real)]
-            cells.append(f"{np.mean(values):.3f}" if per_step[0][layer].shape[0] > 1 else "n/a")
-        lines.append(f"| {label} | {per_step[0][0].shape[0]} | " + " | ".join(cells) + " |")
+    for label, (heads, means) in table.items():
+        cells = [f"{m:.3f}" if heads > 1 else "n/a" for m in means[:layers]]
+        lines.append(f"| {label} | {heads} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -105,10 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fps", type=float, default=3.0)
     parser.add_argument("--compare", type=Path, nargs="+", default=[], metavar="CHECKPOINT",
                         help="other runs whose heads look at the same states (same env settings)")
+    parser.add_argument("--maps", type=int, default=1,
+                        help="held-out maps whose states the --compare table averages over (the first is drawn)")
     args = parser.parse_args(argv)
-    for option, value, low in (("--seed", args.seed, 0), ("--at", args.at, 0), ("--query", args.query, 0)):
+    for option, value, low in (("--seed", args.seed, 0), ("--at", args.at, 0), ("--query", args.query, 0),
+                               ("--maps", args.maps, 1)):
         if value is not None and value < low:
             parser.error(f"{option} must be >= {low}, got {value}")
+    if args.maps > 1 and not args.compare:
+        parser.error(f"--maps {args.maps} averages the --compare table: name the checkpoints to --compare")
     if not (math.isfinite(args.fps) and args.fps > 0):
         parser.error(f"--fps must be a finite number > 0, got {args.fps}")
     try:
@@ -159,10 +180,16 @@ def main(argv: list[str] | None = None) -> int:
         Image.fromarray(on_map).save(args.out / f"attention_map_layer{layer}.png")
     print(f"{len(steps)} steps; wrote {args.out}/pointer.gif and {2 * len(chosen['encoder'])} attention pictures")
     if others:
-        policies = {label_of(args.checkpoint): [step["encoder"] for step in steps]}
-        policies.update({label: encoder_attention(other, steps) for label, other in others.items()})
-        print(compare_heads(policies, steps, at, query, args.out))
+        policies = {label_of(args.checkpoint): policy, **others}
+        draw_heads_compared(policies, chosen, at, query, args.out)
         print(f"wrote {args.out}/heads_compared_layer*.png")
+        episodes = [steps]
+        if args.maps > 1:
+            env = make_env(config.env)  # nothing is drawn from these maps: no frames, only observations kept
+            for i in range(1, args.maps):
+                episodes.append([{"obs": step["obs"]} for step in record_episode(policy, env, eval_episode_seed(args.seed, i))])
+            env.close()
+        print(disagreement_table(policies, episodes))
     return 0
 
 

@@ -104,3 +104,32 @@ def test_compare_refuses_a_checkpoint_of_other_env_settings(smoke_run, tmp_path,
     with pytest.raises(SystemExit):
         visualize.main(["--checkpoint", str(smoke_run), "--compare", str(run_dir), "--out", str(tmp_path / "out")])
     assert "the states would not be its own" in capsys.readouterr().err
+
+
+def test_compare_table_averages_over_every_state_of_the_first_maps(smoke_run, tmp_path, capsys):
+    from rl.envs import make_env
+    from rl.seeding import eval_episode_seed
+    from viz.overlays import head_disagreement
+
+    early = smoke_run / "checkpoint_000001.pt"
+    assert visualize.main(["--checkpoint", str(smoke_run), "--compare", str(early), "--maps", "2",
+                           "--out", str(tmp_path), "--at", "0"]) == 0
+    out = capsys.readouterr().out
+    policy, config = load_policy(smoke_run)
+    env = make_env(config.env)
+    states = [step for i in range(2) for step in visualize.record_episode(policy, env, eval_episode_seed(0, i))]
+    expected = np.mean([[head_disagreement(w, int(step["obs"]["node_mask"].sum())) for w in step["encoder"]]
+                        for step in states], axis=0)
+    assert f"head disagreement over {len(states)} states of 2 held-out map(s):" in out
+    ours = next(line for line in out.splitlines() if line.startswith(f"| {smoke_run.name} |"))
+    np.testing.assert_allclose([float(cell) for cell in ours.strip("| ").split(" | ")[2:]], expected, atol=5e-4)
+
+
+def test_maps_without_compare_is_a_usage_error(smoke_run, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        visualize.main(["--checkpoint", str(smoke_run), "--maps", "3", "--out", str(tmp_path)])
+    assert "--maps 3 averages the --compare table" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        visualize.main(["--checkpoint", str(smoke_run), "--compare", str(smoke_run / "checkpoint_000001.pt"),
+                        "--maps", "0", "--out", str(tmp_path)])
+    assert "--maps must be >= 1, got 0" in capsys.readouterr().err
