@@ -45,13 +45,16 @@ def write_csv(results: list[dict], path: Path) -> None:
 
 
 def markdown_table(results: list[dict]) -> str:
-    """Mean ± 95% CI half-width over seeds, one row per setting; NaNs (no completed episode) skipped."""
+    """Mean ± 95% CI half-width over seeds, one row per setting; NaNs (no completed episode) skipped.
+    A setting with one measured seed shows its value as having no interval, never as "± 0"."""
     header = ["setting", "seeds", "parameters", *(h for h, _ in METRICS.values())]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for label, runs in by_setting(results).items():
         cells = [label, str(len(runs)), f"{runs[0]['parameters']:,}"]
         for column, (_, decimals) in METRICS.items():
-            cells.append(format_mean_ci(*mean_ci(measured(runs, column)), decimals))
+            values = measured(runs, column)
+            cells.append(f"{values[0]:.{decimals}f} (no interval)" if len(values) == 1
+                         else format_mean_ci(*mean_ci(values), decimals))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -1,7 +1,7 @@
 """The ablation's tables: every two settings' difference over seeds, and the sentence that answers."""
 import pytest
 
-from rl.report import seed_differences
+from rl.report import markdown_table, seed_differences
 from stats import welch_difference_ci
 
 
@@ -42,3 +42,15 @@ def test_one_seed_gives_a_difference_but_no_interval_and_no_answer():
     table, answer = seed_differences(runs("h1", [0.92, 0.93]) + runs("h2", [0.90]))
     assert rows(table) == [["h2", "h1", "-0.025 (no interval: too few seeds)", "1, 2"]]
     assert answer == ""
+
+
+def test_settings_table_gives_a_lone_seed_no_interval_and_several_students_t():
+    results = [{**run, "parameters": 10, "success_rate": 1.0, "travel_to_complete": 200.0 + run["seed"],
+                "ratio_to_greedy": 0.9, "final_return": 1.0, "sps": 50.0, "train_minutes": 3.0}
+               for run in runs("h1", [0.92]) + runs("h2", [1.0, 2.0, 6.0])]
+    one, several = rows(markdown_table(results))
+    assert one[:3] == ["h1", "1", "10"] and one[4] == "201.0 (no interval)"  # a lone seed: never "± 0.0"
+    assert one[5] == "0.920 (no interval)"
+    # mean 3, sample std sqrt(7), t(0.975, 2 d.o.f.) = 4.303: half-width 4.303 * sqrt(7 / 3) = 6.573
+    assert several[:2] == ["h2", "3"] and several[5] == "3.000 ± 6.573"
+    assert several[3] == "1.00 ± 0.00"  # every seed alike: an interval of width 0 is a real one
