@@ -56,8 +56,8 @@ def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
             logits, _, attention = policy(collate(obs), need_weights=True)
         action = int(logits.argmax(-1))
         graph = env.unwrapped.graph
-        steps.append({"frame": env.render() if env.render_mode else None, "obs": obs, "action": action, "positions": graph.positions().copy(),
-                      "probs": attention.pointer[0].numpy(),
+        steps.append({"frame": env.render() if env.render_mode else None, "obs": obs, "action": action,
+                      "positions": graph.positions().copy(), "probs": attention.pointer[0].numpy(),
                       "encoder": [w[0].numpy() for w in attention.encoder]})
         obs, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
@@ -94,19 +94,19 @@ def disagreement_table(policies: dict[str, torch.nn.Module], episodes: list[list
     """
     table = {}
     for label, policy in policies.items():
-        per_state = []  # [states][layers]
+        per_state = []  # [states][layers]; NaN with one head
         for steps in episodes:
             for step, weights in zip(steps, encoder_attention(policy, steps)):
                 n_real = int(np.asarray(step["obs"]["node_mask"]).sum())
                 per_state.append([head_disagreement(layer, n_real) for layer in weights])
-        table[label] = (weights[0].shape[0], np.mean(per_state, axis=0))
+        table[label] = (policy.config.n_heads, np.mean(per_state, axis=0))
     layers = min(len(means) for _, means in table.values())
     states = sum(len(steps) for steps in episodes)
     lines = [f"head disagreement over {states} states of {len(episodes)} held-out map(s):",
              "| checkpoint | heads | " + " | ".join(f"layer {L}" for L in range(layers)) + " |",
              "|---|---|" + "---|" * layers]
     for label, (heads, means) in table.items():
-        cells = [f"{m:.3f}" if heads > 1 else "n/a" for m in means[:layers]]
+        cells = [f"{m:.3f}" if m == m else "n/a" for m in means[:layers]]
         lines.append(f"| {label} | {heads} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -187,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.maps > 1:
             env = make_env(config.env)  # nothing is drawn from these maps: no frames, only observations kept
             for i in range(1, args.maps):
-                episodes.append([{"obs": step["obs"]} for step in record_episode(policy, env, eval_episode_seed(args.seed, i))])
+                steps_i = record_episode(policy, env, eval_episode_seed(args.seed, i))
+                episodes.append([{"obs": step["obs"]} for step in steps_i])
             env.close()
         print(disagreement_table(policies, episodes))
     return 0

@@ -64,13 +64,13 @@ def attention_rows_on_map(frame: np.ndarray, positions: np.ndarray, weights: dic
     columns = max(w.shape[0] for w in weights.values())
     fig, axes = plt.subplots(len(weights), columns, figsize=(3.2 * columns, 3.3 * len(weights)), squeeze=False,
                              layout="constrained")
-    for r, (row_axes, (label, layer)) in enumerate(zip(axes, weights.items())):
+    for row_axes, (label, layer) in zip(axes, weights.items()):
         for h, ax in enumerate(row_axes):
             if h >= layer.shape[0]:
                 ax.axis("off")
                 continue
             _draw_attention(ax, frame, positions, layer[h, query], query)
-            if r == 0:
+            if not any(above.get_title() for above in axes[:, h]):  # each column named once, at its top panel
                 ax.set_title(f"head {h}", fontsize=9)
         if label:  # the policy names its row, at the left, so long names never run into each other
             row_axes[0].text(-0.03, 0.5, label.replace("/", "/\n"), transform=row_axes[0].transAxes,
