@@ -38,10 +38,11 @@ class ModelConfig:
     """Hidden width of each feed-forward block (reference: 512)."""
     tanh_clipping: float = 10.0
     """C in the pointer's logits C * tanh(...) (reference: 10)."""
-    attention_impl: str = "sdpa"
+    attention_impl: str = "auto"
     """Attention implementation, one of ``encoder.attention.ATTENTION_IMPLS`` (reference, sdpa,
-    sparse, auto): all give the same result; sdpa is fastest at this project's sizes, sparse from
-    about 80 nodes per neighbour, and auto picks between them (docs/performance.md)."""
+    neighbours, sparse, auto): all give the same result. auto takes the compiled neighbours kernel
+    on the CPU when a query has 3 or more keys per allowed one (this project's graphs and the
+    reference's), else sdpa (docs/performance.md)."""
     separate_critic: bool = False
     """Give the value head its own embedding, encoder and decoder (the reference keeps separate networks)."""
 

@@ -1,6 +1,6 @@
 """Benchmark: this project's ``Encoder`` against ``torch.nn.TransformerEncoder``, forward + backward.
 
-    python -m bench.encoder_vs_torch [--nodes 64 128 256] [--batch 32] [--rounds 5] [--impl sdpa] [--profile]
+    python -m bench.encoder_vs_torch [--nodes 64 128 256] [--batch 32] [--rounds 5] [--impl auto] [--profile]
 
 Both stacks get the same sizes (D 128, 8 heads, 3 layers, feed-forward 512, pre-LayerNorm, ReLU,
 no dropout), the same input and the same boolean neighbour mask (``--neighbors`` slots per node,
@@ -71,7 +71,8 @@ def main() -> None:
     parser.add_argument("--neighbors", type=int, default=9)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--impl", default="sdpa", choices=ATTENTION_IMPLS, help="our attention implementation")
+    parser.add_argument("--impl", default="auto", choices=ATTENTION_IMPLS,
+                        help="our attention implementation (default: the default path, auto)")
     parser.add_argument("--profile", action="store_true", help="also print where each stack spends its time")
     args = parser.parse_args()
     print(f"threads={torch.get_num_threads()} torch={torch.__version__} batch={args.batch} sizes={SIZES} "

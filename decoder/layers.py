@@ -40,7 +40,7 @@ class Decoder(nn.Module):
     ``weights`` is None, or with ``need_weights`` a list of ``n_layers`` tensors [B,H,1,N].
     """
 
-    def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "sdpa"):
+    def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "auto"):
         super().__init__()
         self.layers = stack_layers(lambda: DecoderLayer(embed_dim, n_heads, ff_dim, attention_impl), n_layers)
 

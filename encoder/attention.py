@@ -3,19 +3,21 @@
 Shape legend used throughout: B batch, Nq queries, Nk keys, D embedding, H heads, d = D / H.
 The reference code names them ``n_batch``, ``n_query``, ``n_key``, ``n_dim``.
 
-``MultiHeadAttention`` projects and splits heads; the attention itself is one of four
+``MultiHeadAttention`` projects and splits heads; the attention itself is one of five
 interchangeable functions with one signature (``ATTENTION_IMPLS`` names them):
 
     attend(Q [B,H,Nq,d], K [B,H,Nk,d], V [B,H,Nk,d], mask [B,Nq,Nk] or None, norm_factor, need_weights)
         -> (heads [B,H,Nq,d], weights [B,H,Nq,Nk] or None)
 
-``reference_attention`` below is the one to read; ``sdpa_attention`` and ``sparse_attention``
-compute the same numbers faster or over an edge list, and ``auto_attention`` picks between
-those two by the mask's size and degree.
+``reference_attention`` below is the one to read. ``sdpa_attention`` computes the same numbers
+with fused dense kernels, ``neighbour_attention`` with a compiled CPU kernel that skips the masked
+pairs, ``sparse_attention`` over a PyG edge list (a cross-check that shares no code with the
+others), and ``auto_attention``, the default, picks the kernel or SDPA by the mask's degree.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +25,7 @@ from torch import Tensor, nn
 
 from checks import check_choice, check_divides
 from encoder.masking import check_bool_mask, masked_softmax
+from encoder.neighbour_kernel import kernel_error, neighbour_heads
 from encoder.sparse import sparse_attention
 
 
@@ -57,31 +60,50 @@ def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_fa
     return heads.masked_fill(~has_key, 0.0), None
 
 
-SPARSE_FROM_KEYS_PER_NEIGHBOUR = 80
-"""``auto`` takes the edge list once a query has this many keys (Nk) per allowed one, or more.
+def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
+                        need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    """The same attention through the compiled kernel of ``encoder.neighbour_kernel``, which
+    visits only the allowed (query, key) pairs: O(Nq x degree) per graph where SDPA is O(Nq x Nk).
 
-The dense paths cost O(Nk^2) per graph, the edge list O(Nk x degree) with a larger constant. On
-the 2-core CPU of docs/performance.md ("When the edge list wins") the edge list's speed over
-SDPA's, forward + backward, was about (Nk / degree) / 75: 0.65x at 256 nodes of 9 neighbours,
-1.06x at 768; 0.44x at 256 of 20, 0.87x at 1,280, 1.39x at 2,048. The reference's graphs (about
-360 nodes of up to 20 neighbours) stay dense."""
+    It is a CPU kernel without weights: a call that needs the weights takes the reference path,
+    and one with no mask (every pair allowed) or on a GPU takes SDPA. A row with no allowed key
+    comes out as zeros, with zero gradients, in every float dtype (sums run in fp32 for fp16 and
+    bf16).
+    """
+    if need_weights or mask is None or Q.device.type != "cpu":
+        return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
+    return neighbour_heads(Q, K, V, mask, norm_factor), None
 
 
-def prefers_sparse(mask: Tensor) -> bool:
-    """Whether the edge list beats SDPA for ``mask`` [B,Nq,Nk]: Nk at least
-    ``SPARSE_FROM_KEYS_PER_NEIGHBOUR`` times the mean number of allowed keys of a query that has any."""
+NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR = 3
+"""``auto`` takes the kernel when a query has at least this many keys (Nk) per allowed one.
+
+The kernel's cost grows with the allowed pairs, SDPA's with all Nq x Nk pairs at a higher rate
+per pair. Attention alone, forward + backward, 8 heads of 16 on the 2-core CPU of
+docs/performance.md ("When the kernel wins"): the kernel was 3.5x SDPA's speed at 64 nodes of 9
+neighbours, 1.3-1.7x at 64 of 20 (3.2 keys per neighbour), 0.95x at 128 of 48 (2.7) and 0.8x at
+64 of 32 (2)."""
+
+
+def prefers_neighbours(mask: Tensor) -> bool:
+    """Whether the kernel beats SDPA for ``mask`` [B,Nq,Nk]: Nk at least
+    ``NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR`` times the mean number of allowed keys of a query that has any."""
     queries = int(mask.any(dim=-1).sum())
-    return queries > 0 and mask.shape[-1] * queries >= SPARSE_FROM_KEYS_PER_NEIGHBOUR * int(mask.sum())
+    return queries > 0 and mask.shape[-1] * queries >= NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * int(mask.sum())
 
 
 def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
                    need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-    """``sparse_attention`` where the graph is large and sparse enough for it to win on the CPU
-    (``prefers_sparse``), else ``sdpa_attention``. On a GPU it is always SDPA (the crossover there
-    is not measured)."""
-    if mask is not None and Q.device.type == "cpu" and prefers_sparse(mask):
-        return sparse_attention(Q, K, V, mask, norm_factor, need_weights)
-    return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
+    """``neighbour_attention`` on the CPU where the graph is sparse enough for the kernel to win
+    (``prefers_neighbours``), else ``sdpa_attention``. On a GPU it is SDPA. Where the kernel cannot
+    be built (no C++ compiler), SDPA, with one warning that says why."""
+    if mask is None or Q.device.type != "cpu" or need_weights or not prefers_neighbours(mask):
+        return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
+    error = kernel_error()
+    if error is not None:
+        warnings.warn(f"attention_impl auto takes SDPA: {error}", stacklevel=2)
+        return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
+    return neighbour_attention(Q, K, V, mask, norm_factor)
 
 
 def _per_head(mask: Tensor | None) -> Tensor | None:
@@ -90,7 +112,7 @@ def _per_head(mask: Tensor | None) -> Tensor | None:
 
 
 ATTENTION = {"reference": reference_attention, "sdpa": sdpa_attention, "sparse": sparse_attention,
-             "auto": auto_attention}
+             "neighbours": neighbour_attention, "auto": auto_attention}
 ATTENTION_IMPLS = tuple(ATTENTION)
 """The names ``model.attention_impl`` accepts; all give the same outputs, weights and gradients."""
 
@@ -113,8 +135,9 @@ class MultiHeadAttention(nn.Module):
         bias: add biases to the four projections (the reference has none).
         attention_impl: one of ``ATTENTION_IMPLS``: ``"reference"`` (explicit matmuls +
             ``masked_fill``: the code to read), ``"sdpa"`` (``F.scaled_dot_product_attention``:
-            fused kernels), ``"sparse"`` (PyG softmax + scatter over the mask's edge list) or
-            ``"auto"`` (``sparse`` for large sparse graphs, else ``sdpa``; ``auto_attention``).
+            fused kernels), ``"neighbours"`` (a compiled CPU kernel over the allowed pairs only),
+            ``"sparse"`` (PyG softmax + scatter over the mask's edge list) or ``"auto"`` (the
+            default: ``neighbours`` for sparse masks on the CPU, else ``sdpa``; ``auto_attention``).
 
     Shapes:
         q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to
@@ -122,7 +145,7 @@ class MultiHeadAttention(nn.Module):
         return convention of ``torch.nn.MultiheadAttention``.
     """
 
-    def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "sdpa"):
+    def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "auto"):
         super().__init__()
         check_divides(n_heads, embed_dim)
         check_choice("attention_impl", attention_impl, ATTENTION_IMPLS)

@@ -21,7 +21,7 @@ class AttentionBlock(nn.Module):
     ``normalization2`` and ``feedForward``.
     """
 
-    def __init__(self, embed_dim: int, n_heads: int, ff_dim: int, attention_impl: str = "sdpa"):
+    def __init__(self, embed_dim: int, n_heads: int, ff_dim: int, attention_impl: str = "auto"):
         super().__init__()
         self.normalization1 = nn.LayerNorm(embed_dim)
         self.multi_head_attention = MultiHeadAttention(embed_dim, n_heads, attention_impl=attention_impl)
@@ -68,7 +68,7 @@ class Encoder(nn.Module):
         keys, 0 for padding).
     """
 
-    def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "sdpa"):
+    def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "auto"):
         super().__init__()
         self.layers = stack_layers(lambda: EncoderLayer(embed_dim, n_heads, ff_dim, attention_impl), n_layers)
 

@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from bench import (attention_speed, collector_speed, contention, encoder_vs_torch, env_speed, forward_each, headroom,
-                   padding_trim, size_buckets, update_split)
+                   neighbour_crossover, padding_trim, size_buckets, update_split)
 from tests.helpers import SMOKE
 
 
@@ -25,6 +25,8 @@ from tests.helpers import SMOKE
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1"], "ours / torch per round"),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1", "--profile"],
      "x torch (the ceiling)"),
+    (neighbour_crossover, ["--nodes", "8", "--degrees", "2", "8", "--rounds", "1", "--repeats", "1"],
+     "N=   8 degree=  8 (N / degree  1.0): kernel speed over SDPA"),
 ])
 def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])

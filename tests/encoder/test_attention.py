@@ -77,8 +77,8 @@ def test_implementations_agree_in_outputs_weights_and_gradients(n_heads):
         _, weights = module(q, kv, kv, mask=mask, need_weights=True)
         grads = [q_.grad, kv_.grad] + [p.grad for p in module.parameters()]
         results[impl] = (out.detach(), weights, grads)
-    reference = results["reference"]
-    for impl in ("sdpa", "sparse"):
+    reference = results.pop("reference")
+    for impl in results:
         torch.testing.assert_close(results[impl][0], reference[0])
         torch.testing.assert_close(results[impl][1], reference[1])
         for grad, expected in zip(results[impl][2], reference[2]):
@@ -126,7 +126,7 @@ def test_bad_head_count_names_the_allowed_ones():
 
 
 def test_unknown_implementation_is_an_error():
-    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'auto'\], got 'flash'"):
+    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbours', 'auto'\], got 'flash'"):
         MultiHeadAttention(32, 4, attention_impl="flash")
 
 
@@ -142,22 +142,22 @@ def test_mismatched_shapes_are_reported():
         attention_module(2, "sdpa")(q, kv[..., :16])
 
 
-def test_auto_takes_the_edge_list_only_for_large_sparse_graphs_and_matches_the_reference(monkeypatch, make_graph):
+def test_auto_takes_the_kernel_only_for_sparse_graphs_and_matches_the_reference(monkeypatch, make_graph):
     from encoder import attention
     from encoder.graph import adjacency_from_neighbors
 
     taken = []
-    monkeypatch.setattr(attention, "sparse_attention",
-                        lambda *args: taken.append("sparse") or attention.ATTENTION["sparse"](*args))
+    monkeypatch.setattr(attention, "neighbour_attention",
+                        lambda *args: taken.append("neighbours") or attention.ATTENTION["neighbours"](*args))
     monkeypatch.setattr(attention, "sdpa_attention",
                         lambda *args: taken.append("sdpa") or attention.ATTENTION["sdpa"](*args))
     reference, auto = attention_module(2, "reference"), attention_module(2, "auto")
-    # 4 slots per node (self and up to 3 neighbours): sparse from 80 x 4 = 320 nodes, whatever the padding.
-    for n, path in ((160, "sdpa"), (400, "sparse")):
-        neighbors, node_mask = make_graph(2, n, 4, seed=n, n_real=[n, n - 7])
+    # 5 slots per node (self and up to 4 neighbours): the kernel from 3 x ~5 = ~15 nodes, whatever the padding.
+    for n, path in ((8, "sdpa"), (40, "neighbours")):
+        neighbors, node_mask = make_graph(2, n, 5, seed=n, n_real=[n, n - 3])
         mask = adjacency_from_neighbors(neighbors, node_mask)
         degree = mask.sum() / mask.any(-1).sum()
-        assert attention.prefers_sparse(mask) == (n >= attention.SPARSE_FROM_KEYS_PER_NEIGHBOUR * degree)
+        assert attention.prefers_neighbours(mask) == (n >= attention.NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * degree)
         x = torch.randn(2, n, D, requires_grad=True)
         out, _ = auto(x, mask=mask)
         expected, _ = reference(x, mask=mask)
@@ -167,3 +167,17 @@ def test_auto_takes_the_edge_list_only_for_large_sparse_graphs_and_matches_the_r
         torch.testing.assert_close(grad, expected_grad)
         assert taken == [path]
         taken.clear()
+
+
+def test_auto_falls_back_to_sdpa_with_a_warning_when_the_kernel_cannot_be_built(monkeypatch, make_graph):
+    from encoder import attention
+    from encoder.graph import adjacency_from_neighbors
+
+    monkeypatch.setattr(attention, "kernel_error", lambda: "no compiler here")
+    monkeypatch.setattr(attention, "neighbour_heads", lambda *args: pytest.fail("the kernel was called"))
+    neighbors, node_mask = make_graph(2, 40, 5, seed=0, n_real=[40, 37])
+    mask = adjacency_from_neighbors(neighbors, node_mask)
+    x = torch.randn(2, 40, D)
+    with pytest.warns(UserWarning, match="attention_impl auto takes SDPA: no compiler here"):
+        out, _ = attention_module(2, "auto")(x, mask=mask)
+    torch.testing.assert_close(out, attention_module(2, "reference")(x, mask=mask)[0])

@@ -1,0 +1,106 @@
+"""The compiled neighbour-attention kernel (``neighbour_attention.cpp``): building it, and its autograd.
+
+Dense attention costs O(Nq x Nk) per graph whatever the mask; this kernel visits only the allowed
+(query, key) pairs, O(Nq x degree). It is C++ for the CPU, built by ``torch.utils.cpp_extension``
+with the machine's C++ compiler the first time it is used (about 20 s on the 2-core dev VM) and
+loaded from the build folder after that, by every process: a training's Ray workers too (torch
+holds a file lock while one of them builds). A machine without a compiler still runs: ``auto``
+falls back to SDPA with a warning, and only an explicit ``attention_impl: neighbours`` fails.
+
+Shapes as in ``encoder.attention``: B batch, Nq queries, Nk keys, H heads, d head dim.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+NAME = "neighbour_attention"
+SOURCE = Path(__file__).with_name(f"{NAME}.cpp")
+COMPILER_FLAGS = ["-O3", "-fopenmp"]
+"""``-fopenmp`` makes ``at::parallel_for`` use torch's intra-op threads (``torch.set_num_threads``);
+without it the kernel runs on one thread. The OpenMP runtime is torch's own, already loaded."""
+
+
+def build_directory() -> Path:
+    """Where the kernel is built: torch's extensions folder (``TORCH_EXTENSIONS_DIR``, else
+    ``~/.cache/torch_extensions``), one subfolder per Python and torch version, because a build
+    is tied to both."""
+    root = os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions"
+    version = f"py{sysconfig.get_python_version().replace('.', '')}_torch{torch.__version__.replace('+', '_')}"
+    return Path(root) / version / NAME
+
+
+def load_kernel():
+    """The kernel's module (``forward`` and ``backward``), built on the first call of the process
+    if the build folder has none. Raises RuntimeError, with the compiler's reason, when it cannot
+    be built; the outcome, either way, is kept for the rest of the process."""
+    kernel, error = _build_or_load()
+    if error is not None:
+        raise RuntimeError(error)
+    return kernel
+
+
+def kernel_error() -> str | None:
+    """None when the kernel loads, else why it does not (the kernel is built if need be)."""
+    return _build_or_load()[1]
+
+
+@functools.cache
+def _build_or_load():
+    """(module, None), or (None, the reason) when it cannot be built; once per process."""
+    from torch.utils.cpp_extension import load
+
+    folder = build_directory()
+    folder.mkdir(parents=True, exist_ok=True)
+    if shutil.which("ninja") is None:  # torch builds with ninja; requirements.txt installs it beside Python
+        os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    if not any(folder.glob(f"{NAME}*.so")):
+        print(f"Building the neighbour-attention kernel in {folder} (once; about 20 s)", file=sys.stderr, flush=True)
+    try:
+        return load(name=NAME, sources=[str(SOURCE)], extra_cflags=COMPILER_FLAGS,
+                    build_directory=str(folder), verbose=False), None
+    except (RuntimeError, OSError, ImportError, subprocess.SubprocessError) as error:
+        return None, (f"the neighbour-attention kernel could not be built in {folder}: {error}. "
+                      f"model.attention_impl: sdpa needs no compiler")
+
+
+class NeighbourAttentionFunction(torch.autograd.Function):
+    """The kernel's forward and backward as one autograd node.
+
+    Takes Q [B,Nq,H,d], K and V [B,Nk,H,d] (contiguous: heads not yet split off the nodes) and
+    mask [B,Nq,Nk] bool; returns heads [B,Nq,H,d]. The forward keeps the attention probabilities
+    of the allowed pairs (E x H numbers for E allowed pairs), so the backward needs no softmax.
+    """
+
+    @staticmethod
+    def forward(ctx, Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
+        heads, offsets, keys, probs = load_kernel().forward(Q, K, V, mask, norm_factor)
+        ctx.save_for_backward(Q, K, V, heads, offsets, keys, probs)
+        ctx.norm_factor = norm_factor
+        return heads
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_heads: Tensor):
+        dQ, dK, dV = load_kernel().backward(grad_heads.contiguous(), *ctx.saved_tensors, ctx.norm_factor)
+        return dQ, dK, dV, None, None
+
+
+def neighbour_heads(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
+    """Q [B,H,Nq,d], K and V [B,H,Nk,d] (``MultiHeadAttention``'s layout), mask [B,Nq,Nk] bool
+    -> heads [B,H,Nq,d], by the kernel; a query with no allowed key gets zeros.
+
+    The heads are transposed back to nodes first: a view of the projections' own memory, so no
+    copy is made when they come from ``MultiHeadAttention``.
+    """
+    Q, K, V = (x.transpose(1, 2).contiguous() for x in (Q, K, V))  # [B,N,H,d]
+    heads = NeighbourAttentionFunction.apply(Q, K, V, mask.contiguous(), norm_factor)
+    return heads.transpose(1, 2)  # [B,H,Nq,d]

@@ -1,0 +1,110 @@
+"""The compiled neighbour-attention kernel against the reference attention, and how it is built."""
+import pytest
+import torch
+
+from encoder import neighbour_kernel
+from encoder.attention import neighbour_attention, reference_attention
+from encoder.neighbour_kernel import NeighbourAttentionFunction
+
+
+def attention_inputs(B=3, H=4, Nq=9, Nk=11, d=16, dtype=torch.float64, seed=0):
+    """Q [B,H,Nq,d], K and V [B,H,Nk,d] and a ragged mask [B,Nq,Nk] with two rows that allow no key."""
+    g = torch.Generator().manual_seed(seed)
+    Q, K, V = (torch.randn(B, H, n, d, generator=g, dtype=dtype) for n in (Nq, Nk, Nk))
+    mask = torch.rand(B, Nq, Nk, generator=g) < 0.3
+    mask[:, :, 0] = True
+    mask[0, min(2, Nq - 1)] = False
+    mask[-1, -1] = False
+    return Q, K, V, mask
+
+
+@pytest.mark.parametrize("head_dim", [16, 8])  # 16 has a kernel of its own, other sizes the general one
+@pytest.mark.parametrize("shape", [(9, 11), (1, 11), (11, 11)])  # (Nq, Nk): cross, decoder-like, self
+def test_equals_the_reference_attention_in_outputs_and_gradients(head_dim, shape):
+    Q, K, V, mask = attention_inputs(Nq=shape[0], Nk=shape[1], d=head_dim)
+    weights = torch.randn(Q.shape, dtype=Q.dtype)  # a loss that weighs every output differently
+    results = []
+    for attend in (lambda *x: neighbour_attention(*x)[0], lambda *x: reference_attention(*x)[0]):
+        inputs = [x.clone().requires_grad_() for x in (Q, K, V)]
+        out = attend(*inputs, mask, 0.3)
+        (out * weights).sum().backward()
+        results.append([out.detach()] + [x.grad for x in inputs])
+    for ours, expected in zip(*results):
+        torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("head_dim", [16, 8])
+def test_gradients_pass_gradcheck(head_dim):
+    Q, K, V, mask = attention_inputs(B=2, H=2, Nq=5, Nk=6, d=head_dim)
+    inputs = [x.transpose(1, 2).contiguous().requires_grad_() for x in (Q, K, V)]  # [B,N,H,d]
+    assert torch.autograd.gradcheck(lambda q, k, v: NeighbourAttentionFunction.apply(q, k, v, mask, 0.4), inputs)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_rows_without_keys_are_exact_zeros_and_the_rest_match_fp64(dtype):
+    Q, K, V, mask = attention_inputs()
+    mask[1] = False  # a whole graph of padding too
+    inputs = [x.to(dtype).requires_grad_() for x in (Q, K, V)]
+    out, _ = neighbour_attention(*inputs, mask, 0.25)
+    out.float().square().sum().backward()
+    for tensor in [out] + [x.grad for x in inputs]:
+        assert tensor.dtype == dtype and torch.isfinite(tensor).all()
+    assert torch.equal(out[0, :, 2], torch.zeros_like(out[0, :, 2]))
+    assert torch.equal(out[1], torch.zeros_like(out[1]))
+    assert (inputs[0].grad[0, :, 2] == 0).all()  # nothing flows back from a padding row
+    assert (inputs[1].grad[1] == 0).all() and (inputs[2].grad[1] == 0).all()  # nor into a graph without pairs
+    expected, _ = reference_attention(*(x.to(dtype).double() for x in (Q, K, V)), mask, 0.25)
+    tolerance = {torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}[dtype]
+    torch.testing.assert_close(out.double(), expected, rtol=tolerance, atol=tolerance)
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    """The Ray collector's rollouts equal the in-process ones only if every number is the same
+    on 1 and on 2 threads; the forward splits queries between threads, the backward graphs."""
+    Q, K, V, mask = attention_inputs(B=6, Nq=40, Nk=40, dtype=torch.float32)
+    threads = torch.get_num_threads()
+    results = []
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            inputs = [x.clone().requires_grad_() for x in (Q, K, V)]
+            out, _ = neighbour_attention(*inputs, mask, 0.25)
+            out.sum().backward()
+            results.append([out] + [x.grad for x in inputs])
+    finally:
+        torch.set_num_threads(threads)
+    for one, two in zip(*results):
+        assert torch.equal(one, two)
+
+
+def test_bad_shapes_are_refused_with_the_expected_shape():
+    Q, K, V, mask = attention_inputs(dtype=torch.float32)
+    Q, K, V = (x.transpose(1, 2).contiguous() for x in (Q, K, V))
+    with pytest.raises(RuntimeError, match=r"mask must be \[B,Nq,Nk\] = \[3,9,11\], got \[3, 9, 10\]"):
+        NeighbourAttentionFunction.apply(Q, K, V, mask[..., :10].contiguous(), 0.25)
+    with pytest.raises(RuntimeError, match="must agree in B, H and d"):
+        NeighbourAttentionFunction.apply(Q[..., :8].contiguous(), K, V, mask, 0.25)
+
+
+def test_a_kernel_that_cannot_be_built_gives_the_reason_and_the_way_out(monkeypatch, tmp_path):
+    broken = tmp_path / "neighbour_attention.cpp"
+    broken.write_text('#error "deliberately broken"\n')
+    monkeypatch.setattr(neighbour_kernel, "SOURCE", broken)
+    monkeypatch.setattr(neighbour_kernel, "NAME", "broken_neighbour_attention")  # keeps torch's versions apart
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "build"))
+    neighbour_kernel._build_or_load.cache_clear()
+    try:
+        error = neighbour_kernel.kernel_error()
+        with pytest.raises(RuntimeError, match="could not be built") as raised:
+            neighbour_kernel.load_kernel()
+    finally:
+        neighbour_kernel._build_or_load.cache_clear()  # the real kernel for the tests that follow
+    assert error == str(raised.value)
+    assert str(tmp_path / "build") in error and "model.attention_impl: sdpa needs no compiler" in error
+
+
+def test_builds_are_kept_apart_by_python_and_torch_version(monkeypatch, tmp_path):
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    folder = neighbour_kernel.build_directory()
+    assert folder.parent.parent == tmp_path
+    assert torch.__version__.replace("+", "_") in folder.parent.name
