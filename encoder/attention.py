@@ -76,20 +76,19 @@ def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, no
 
 
 NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR = 3
-"""``auto`` takes the kernel when a query has at least this many keys (Nk) per allowed one.
+"""``auto`` takes the kernel when the mask allows at most one (query, key) pair in this many.
 
-The kernel's cost grows with the allowed pairs, SDPA's with all Nq x Nk pairs at a higher rate
-per pair. Attention alone, forward + backward, 8 heads of 16 on the 2-core CPU of
-docs/performance.md ("When the kernel wins"): the kernel was 3.5x SDPA's speed at 64 nodes of 9
-neighbours, 1.3-1.7x at 64 of 20 (3.2 keys per neighbour), 0.95x at 128 of 48 (2.7) and 0.8x at
-64 of 32 (2)."""
+The kernel's cost grows with the allowed pairs (a query with none costs nothing), SDPA's with all
+B x Nq x Nk pairs at a higher rate per pair. Attention alone, forward + backward, 8 heads of 16,
+on the 2-core CPU of docs/performance.md ("When the kernel wins"): the kernel was 3.5x SDPA's
+speed at 64 nodes of 9 neighbours, 1.3-1.7x at 64 of 20 (3.2 keys per neighbour), 0.95x at 128
+of 48 (2.7) and 0.8x at 64 of 32 (2)."""
 
 
 def prefers_neighbours(mask: Tensor) -> bool:
-    """Whether the kernel beats SDPA for ``mask`` [B,Nq,Nk]: Nk at least
-    ``NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR`` times the mean number of allowed keys of a query that has any."""
-    queries = int(mask.any(dim=-1).sum())
-    return queries > 0 and mask.shape[-1] * queries >= NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * int(mask.sum())
+    """Whether the kernel beats SDPA for ``mask`` [B,Nq,Nk]: at most one pair in
+    ``NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR`` allowed."""
+    return NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * int(mask.sum()) <= mask.numel()
 
 
 def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,

@@ -100,8 +100,9 @@ std::vector<at::Tensor> forward_impl(const at::Tensor& Q, const at::Tensor& K, c
       std::vector<acc_t> top(H), norm(H), row(H * d);
       for (int64_t bi = begin; bi < end; ++bi) {
         const int64_t b = bi / Nq, first = offset[bi], last = offset[bi + 1];
-        for (int64_t j = 0, e = first; j < Nk; ++j) {
-          if (allowed[bi * Nk + j]) key[e++] = j;
+        for (int64_t j = 0, e = first; e < last; ++j) {  // no branch: write j, keep it if allowed
+          key[e] = j;
+          e += allowed[bi * Nk + j];
         }
         const scalar_t* q_i = q + bi * H * d;
         std::fill(top.begin(), top.end(), -std::numeric_limits<acc_t>::infinity());

@@ -103,8 +103,14 @@ def test_a_kernel_that_cannot_be_built_gives_the_reason_and_the_way_out(monkeypa
     assert str(tmp_path / "build") in error and "model.attention_impl: sdpa needs no compiler" in error
 
 
-def test_builds_are_kept_apart_by_python_and_torch_version(monkeypatch, tmp_path):
+def test_builds_are_kept_apart_by_python_torch_and_instruction_set(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
     folder = neighbour_kernel.build_directory()
     assert folder.parent.parent == tmp_path
     assert torch.__version__.replace("+", "_") in folder.parent.name
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
+    assert neighbour_kernel.compiler_flags() == ["-O3", "-fopenmp"]
+    assert neighbour_kernel.build_directory() == folder.with_name("neighbour_attention_baseline")
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    assert neighbour_kernel.compiler_flags()[-2:] == ["-mavx2", "-mfma"]
+    assert neighbour_kernel.build_directory() == folder.with_name("neighbour_attention_avx2")
