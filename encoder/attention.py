@@ -88,7 +88,7 @@ of 48 (2.7) and 0.8x at 64 of 32 (2)."""
 def prefers_neighbours(mask: Tensor) -> bool:
     """Whether the kernel beats SDPA for ``mask`` [B,Nq,Nk]: at most one pair in
     ``NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR`` allowed."""
-    return NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * int(mask.sum()) <= mask.numel()
+    return NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * int(torch.count_nonzero(mask)) <= mask.numel()
 
 
 def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,

@@ -143,8 +143,8 @@ std::vector<at::Tensor> backward_impl(const at::Tensor& dout, const at::Tensor& 
   const int64_t B = Q.size(0), Nq = Q.size(1), H = Q.size(2), d = kHeadDim ? kHeadDim : Q.size(3), Nk = K.size(1);
   const auto acc_type = at::toOpMathType(Q.scalar_type());
   at::Tensor dQ = at::empty(Q.sizes(), Q.options().dtype(acc_type));
-  at::Tensor dK = at::zeros(K.sizes(), K.options().dtype(acc_type));
-  at::Tensor dV = at::zeros(V.sizes(), V.options().dtype(acc_type));
+  at::Tensor dK = at::empty(K.sizes(), K.options().dtype(acc_type));  // zeroed per graph, by its thread
+  at::Tensor dV = at::empty(V.sizes(), V.options().dtype(acc_type));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, Q.scalar_type(), "neighbour_attention_backward", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const scalar_t *q = Q.const_data_ptr<scalar_t>(), *k = K.const_data_ptr<scalar_t>(),
@@ -155,6 +155,8 @@ std::vector<at::Tensor> backward_impl(const at::Tensor& dout, const at::Tensor& 
     acc_t *dq = dQ.mutable_data_ptr<acc_t>(), *dk = dK.mutable_data_ptr<acc_t>(), *dv = dV.mutable_data_ptr<acc_t>();
     at::parallel_for(0, B, 1, [&](int64_t begin, int64_t end) {  // a graph's keys gather from its queries
       std::vector<acc_t> delta(H);
+      std::fill(dk + begin * Nk * H * d, dk + end * Nk * H * d, acc_t(0));
+      std::fill(dv + begin * Nk * H * d, dv + end * Nk * H * d, acc_t(0));
       for (int64_t bi = begin * Nq; bi < end * Nq; ++bi) {
         const int64_t b = bi / Nq, at_i = bi * H * d;
         for (int64_t h = 0; h < H; ++h) delta[h] = dot<acc_t>(g + at_i + h * d, o + at_i + h * d, d);
