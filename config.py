@@ -41,7 +41,7 @@ class ModelConfig:
     attention_impl: str = "auto"
     """Attention implementation, one of ``encoder.attention.ATTENTION_IMPLS`` (reference, sdpa,
     neighbours, sparse, auto): all give the same result. auto takes the compiled neighbours kernel
-    on the CPU when a query has 3 or more keys per allowed one (this project's graphs and the
+    on the CPU when at most half the (query, key) pairs are allowed (this project's graphs and the
     reference's), else sdpa (docs/performance.md)."""
     separate_critic: bool = False
     """Give the value head its own embedding, encoder and decoder (the reference keeps separate networks)."""

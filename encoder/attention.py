@@ -75,14 +75,14 @@ def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, no
     return neighbour_heads(Q, K, V, mask, norm_factor), None
 
 
-NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR = 3
+NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR = 2
 """``auto`` takes the kernel when the mask allows at most one (query, key) pair in this many.
 
 The kernel's cost grows with the allowed pairs (a query with none costs nothing), SDPA's with all
 B x Nq x Nk pairs at a higher rate per pair. Attention alone, forward + backward, 8 heads of 16,
-on the 2-core CPU of docs/performance.md ("When the kernel wins"): the kernel was 3.5x SDPA's
-speed at 64 nodes of 9 neighbours, 1.3-1.7x at 64 of 20 (3.2 keys per neighbour), 0.95x at 128
-of 48 (2.7) and 0.8x at 64 of 32 (2)."""
+on the 2-core CPU of docs/performance.md ("When the kernel wins"), the kernel's speed over
+SDPA's: 2.5x at 64 nodes of 9 neighbours, 1.5x at 64 of 20, 1.1x at 64 of 32 and 1.0x at 128 of
+64 (half the pairs), 0.6-0.8x where every pair is allowed."""
 
 
 def prefers_neighbours(mask: Tensor) -> bool:

@@ -152,11 +152,12 @@ def test_auto_takes_the_kernel_only_for_sparse_graphs_and_matches_the_reference(
     monkeypatch.setattr(attention, "sdpa_attention",
                         lambda *args: taken.append("sdpa") or attention.ATTENTION["sdpa"](*args))
     reference, auto = attention_module(2, "reference"), attention_module(2, "auto")
-    # 5 slots per node (self and up to 4 neighbours): the kernel once 3 x the allowed pairs <= all pairs.
-    for n, path in ((6, "sdpa"), (40, "neighbours")):  # 33 of 72 pairs allowed; about 160 of 3,200
+    # 5 slots per node (self and up to 4 neighbours): the kernel once 2 x the allowed pairs <= all pairs.
+    for n, path in ((4, "sdpa"), (40, "neighbours")):  # 17 of 32 pairs allowed; about 160 of 3,200
         neighbors, node_mask = make_graph(2, n, 5, seed=n, n_real=[n, n - 1])
         mask = adjacency_from_neighbors(neighbors, node_mask)
-        assert attention.prefers_neighbours(mask) == (3 * mask.sum() <= 2 * n * n)
+        assert attention.NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR == 2
+        assert attention.prefers_neighbours(mask) == (2 * mask.sum() <= 2 * n * n)
         x = torch.randn(2, n, D, requires_grad=True)
         out, _ = auto(x, mask=mask)
         expected, _ = reference(x, mask=mask)
