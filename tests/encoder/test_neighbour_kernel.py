@@ -77,6 +77,16 @@ def test_results_do_not_depend_on_the_thread_count():
         assert torch.equal(one, two)
 
 
+def test_without_autograd_the_outputs_are_the_same_bit_for_bit():
+    """A rollout's forward passes skip the autograd node; they must not change a single bit."""
+    Q, K, V, mask = attention_inputs(dtype=torch.float32)
+    with_graph, _ = neighbour_attention(*(x.clone().requires_grad_() for x in (Q, K, V)), mask, 0.25)
+    with torch.no_grad():
+        without, _ = neighbour_attention(Q, K, V, mask, 0.25)
+    assert with_graph.grad_fn is not None and without.grad_fn is None
+    assert torch.equal(with_graph.detach(), without)
+
+
 def test_bad_shapes_are_refused_with_the_expected_shape():
     Q, K, V, mask = attention_inputs(dtype=torch.float32)
     Q, K, V = (x.transpose(1, 2).contiguous() for x in (Q, K, V))
