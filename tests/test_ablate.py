@@ -149,12 +149,16 @@ def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finish
     from tests.helpers import ROOT
 
     out = tmp_path / "sweep"
-    # 90 updates: with the neighbour kernel 30 smoke updates took about 3 s, and a run that ended
-    # between the first checkpoint and the signal made this test fail (exit 0) in one CI run.
     command = [sys.executable, "ablate.py", "--heads", "1", "--seeds", "1", "--config", str(SMOKE), "--episodes", "1",
-               "--out", str(out), "ppo.total_timesteps=2880", "run.checkpoint_every=1"]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)  # its own group, as a terminal's Ctrl-C reaches it
+               "--out", str(out), "ppo.total_timesteps=960", "run.checkpoint_every=1"]
+    # A suite started as a background job (`cmd &` in a script) ignores SIGINT, and a child inherits
+    # that: ablate.py would then rightly ignore Ctrl-C. Start it as a terminal's foreground job.
+    disposition = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True)  # its own group, as a terminal's Ctrl-C reaches it
+    finally:
+        signal.signal(signal.SIGINT, disposition)
     deadline = time.time() + 120
     while not list(out.glob("*/checkpoint_*.pt")) and time.time() < deadline:  # a run under way
         time.sleep(0.2)
