@@ -30,12 +30,16 @@ instruction instead of SSE2's 4, and fused multiply-adds. The backward ran 1.5x 
 on the dev VM; ``-march=native`` (AVX-512 there) was slower than these two."""
 
 
+def has_avx2() -> bool:
+    """Whether torch found AVX2 (or AVX-512, which includes it) on this CPU."""
+    return torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
+
+
 def compiler_flags() -> list[str]:
     """``-O3``; ``-fopenmp``, which makes ``at::parallel_for`` use torch's intra-op threads
     (``torch.set_num_threads``; the OpenMP runtime is torch's own, already loaded; without the flag
     the kernel runs on one thread); ``VECTOR_FLAGS`` where the CPU has AVX2."""
-    vector = VECTOR_FLAGS if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") else []
-    return ["-O3", "-fopenmp", *vector]
+    return ["-O3", "-fopenmp", *(VECTOR_FLAGS if has_avx2() else [])]
 
 
 def build_directory() -> Path:
@@ -45,7 +49,7 @@ def build_directory() -> Path:
     nodes) never load a build their CPU cannot run."""
     root = os.environ.get("TORCH_EXTENSIONS_DIR") or Path.home() / ".cache" / "torch_extensions"
     version = f"py{sysconfig.get_python_version().replace('.', '')}_torch{torch.__version__.replace('+', '_')}"
-    instructions = "avx2" if VECTOR_FLAGS[0] in compiler_flags() else "baseline"
+    instructions = "avx2" if has_avx2() else "baseline"
     return Path(root) / version / f"{NAME}_{instructions}"
 
 
