@@ -15,6 +15,8 @@ MAX_MAP_SIDE = 1024
 grow with its area, and past this they take gigabytes."""
 MAX_SENSOR_RANGE = 64
 """The largest sensor radius in cells: the env pads the map by it and precomputes its rays."""
+MAP_SPLITS = ("all", "train", "validation")
+"""Which part of a ``map_dir`` collection an env plays (``env.map_collection``)."""
 START_RULES = ("random", "marker")
 """Where a loaded map's episode starts: a random cell of its largest free area, or its start marker."""
 
@@ -37,6 +39,10 @@ class GridExploreConfig:
     ``reset(options={"map_index": i})`` plays map i of that order instead. A map smaller than the
     collection's largest height or width is padded with obstacle cells at the bottom and right, so
     observations keep one shape. Not with ``map_file``."""
+    map_split: str = "all"
+    """The part of ``map_dir`` played: ``all``, ``train`` or ``validation``, a fixed tenth of the
+    maps chosen by their names (``env.map_collection.in_validation``); train on ``train``, choose
+    settings on ``validation``."""
     map_downsample: int = 1
     """Shrink a loaded map by this factor; a block is an obstacle if any of its cells is."""
     start: str = "random"
@@ -85,6 +91,10 @@ class GridExploreConfig:
         if self.map_file is not None and self.map_dir is not None:
             raise ValueError(f"map_file={self.map_file!r} and map_dir={self.map_dir!r} are mutually exclusive: "
                              f"set one of them")
+        if self.map_split not in MAP_SPLITS:
+            raise ValueError(f"map_split={self.map_split!r} is not one of {', '.join(MAP_SPLITS)}")
+        if self.map_split != "all" and self.map_dir is None:
+            raise ValueError(f"map_split={self.map_split!r} parts a map_dir collection: set map_dir")
         if self.start not in START_RULES:
             raise ValueError(f"start={self.start!r} is not one of {', '.join(START_RULES)}")
         if self.start == "marker" and self.map_file is None and self.map_dir is None:

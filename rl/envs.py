@@ -9,6 +9,7 @@ A process may hold any slice of a run's envs: env ``i`` is the same env wherever
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -17,7 +18,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
-from tqdm import tqdm
 
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import ConfigError, EnvConfig
@@ -25,8 +25,6 @@ from env.greedy_value import GreedyValue
 from rl.episodes import EpisodeProgress
 from rl.seeding import train_episode_seed
 
-MAPS_WITHOUT_PROGRESS_BAR = 50
-"""A map collection up to this size is checked without a progress bar (it takes a moment)."""
 
 
 class SeededEpisodes(gym.Wrapper):
@@ -64,9 +62,10 @@ def check_env_config(config: EnvConfig, all_maps: bool = True) -> None:
     """Build one env and close it, so that a bad id or keyword fails now, as a ``ConfigError``
     naming it, rather than later in a worker or mid-evaluation.
 
-    With ``all_maps`` (the CLIs' check before any episode) every map of a ``map_dir`` collection
-    is decoded too, once per process (a progress bar past 50 maps), so a bad file fails now,
-    named; building the env alone reads only the maps' headers.
+    With ``all_maps`` (the CLIs' check before any episode) every file of a ``map_dir``
+    collection is checked whole too, once per process (under a second for 5,663 PNGs), and one
+    line says how many files beside the maps were skipped; building the env alone reads only
+    the maps' headers.
     """
     try:
         gym.spec(config.id)
@@ -74,9 +73,12 @@ def check_env_config(config: EnvConfig, all_maps: bool = True) -> None:
         try:
             maps = getattr(env.unwrapped, "map_collection", None)
             if all_maps and maps is not None and not maps.checked:
-                for _ in tqdm(maps.check_each(), total=len(maps), unit="map", desc="checking maps",
-                              disable=len(maps) <= MAPS_WITHOUT_PROGRESS_BAR):
+                for _ in maps.check_each():
                     pass
+                if maps.skipped:
+                    print(f"map_dir={config.kwargs['map_dir']!r}: {len(maps)} maps; skipped "
+                          f"{len(maps.skipped)} file(s) that are not maps ({', '.join(maps.skipped[:3])}"
+                          f"{', ...' if len(maps.skipped) > 3 else ''})", file=sys.stderr)
         finally:
             env.close()
     except (gym.error.Error, ValueError, TypeError) as error:

@@ -11,7 +11,7 @@ import torch
 from tqdm import tqdm
 
 from config import Config, EnvConfig, load_config
-from env.map_collection import find_maps
+from env.map_collection import find_split
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from graph_batch import forward_each
@@ -136,9 +136,10 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
 
 
 def map_dir_size(env_config: EnvConfig) -> int | None:
-    """How many maps the env's ``map_dir`` holds (None without one): evaluation plays each once."""
+    """How many maps the env's ``map_dir`` holds in its ``map_split`` (None without one):
+    evaluation plays each once."""
     map_dir = env_config.kwargs.get("map_dir")
-    return None if map_dir is None else len(find_maps(map_dir)[0])
+    return None if map_dir is None else len(find_split(map_dir, env_config.kwargs.get("map_split", "all"))[0])
 
 
 def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]]:

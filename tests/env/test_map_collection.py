@@ -1,5 +1,6 @@
 """map_dir: a folder (or glob) of maps, one drawn per episode from its seed, or named by map_index."""
 import os
+import zlib
 
 import gymnasium as gym
 import numpy as np
@@ -7,8 +8,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from PIL import Image
 
+from config import EnvConfig
+from env.config import MAP_SPLITS
 from env.grid_explore import GridExploreEnv
 from env.map_collection import find_maps, natural_key
+from rl.envs import check_env_config
+from rl.evaluation import map_dir_size
 from tests.map_folders import MAP_ORDER, MAP_SHAPES, room_map, write_maps
 
 def collection_env(tmp_path, **kwargs) -> GridExploreEnv:
@@ -87,7 +92,7 @@ def _broken_png(path):
     ("empty", r"map_dir='.*maps' holds no map file \(allowed suffixes: \.npy, \.png"),
     ("glob", r"map_dir='.*\*\.bmp' holds no map file"),
     ("missing", r"map_dir='.*nowhere' is neither a folder nor a glob pattern"),
-    ("non-map", r"notes\.txt is not a map file .*allowed suffixes: \.npy, \.png.*a glob such as '.*\*\.png'"),
+    ("only non-maps", r"map_dir='.*maps' holds no map file"),
     ("unreadable header", r"junk\.png: not a readable image"),
     ("too small", r"tiny\.npy: map of shape \(2, 2\).*too small"),
 ])
@@ -100,9 +105,8 @@ def test_bad_collections_are_refused_at_construction_naming_the_file(tmp_path, c
         spec = str(folder / "*.bmp")
     elif case == "missing":
         spec = str(tmp_path / "nowhere")
-    elif case == "non-map":
-        write_maps(folder)
-        (folder / "notes.txt").write_text("hello")
+    elif case == "only non-maps":
+        (folder / "LICENSE").write_text("MIT")
     elif case == "unreadable header":
         write_maps(folder)
         (folder / "junk.png").write_bytes(b"not an image at all")
@@ -112,21 +116,61 @@ def test_bad_collections_are_refused_at_construction_naming_the_file(tmp_path, c
         GridExploreEnv(map_dir=spec)
 
 
-@pytest.mark.parametrize("name, write, message", [
-    ("walls.png", lambda path: Image.fromarray(np.zeros((12, 12), dtype=np.uint8)).save(path), "has no free cell"),
-    ("broken.png", _broken_png, "not a readable image"),
-])
-def test_maps_that_only_decoding_finds_bad_are_named_by_the_full_check(tmp_path, name, write, message):
+def _corrupt_png(path):
+    """A PNG of the right length whose pixel data has one byte flipped."""
+    Image.fromarray(np.arange(144, dtype=np.uint8).reshape(12, 12)).save(path)
+    data = bytearray(path.read_bytes())
+    data[-20] ^= 0xFF  # inside the last IDAT chunk (IEND is the final 12 bytes)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("write", [_broken_png, _corrupt_png])
+def test_damaged_files_that_headers_hide_are_named_by_the_check(tmp_path, write):
     folder = write_maps(tmp_path / "maps")
-    write(folder / name)
+    write(folder / "broken.png")
     env = GridExploreEnv(map_dir=str(folder))  # headers only: cheap for every worker
-    with pytest.raises(ValueError, match=f"{name}: .*{message}"):
+    with pytest.raises(ValueError, match="broken.png: not a readable image"):
         for _ in env.map_collection.check_each():
             pass
     assert not env.map_collection.checked
 
 
-def test_the_full_check_decodes_every_map_once(tmp_path):
+def test_a_map_without_free_cells_is_named_when_played(tmp_path):
+    folder = write_maps(tmp_path / "maps", {"1.png": (12, 12)})
+    Image.fromarray(np.zeros((12, 12), dtype=np.uint8)).save(folder / "walls.png")
+    env = GridExploreEnv(map_dir=str(folder))
+    assert list(env.map_collection.check_each()) == ["1.png", "walls.png"]  # the pixels are not decoded
+    env.reset(seed=0, options={"map_index": 0})
+    with pytest.raises(ValueError, match="walls.png: the map has no free cell"):
+        env.reset(seed=0, options={"map_index": 1})
+
+
+def test_files_beside_the_maps_are_skipped_and_counted(tmp_path, capsys):
+    folder = write_maps(tmp_path / "maps")
+    (folder / "LICENSE").write_text("MIT")
+    (folder / "README.md").write_text("# maps")
+    maps = GridExploreEnv(map_dir=str(folder)).map_collection
+    assert maps.names == MAP_ORDER and maps.skipped == ("LICENSE", "README.md")
+    check_env_config(EnvConfig(kwargs={"map_dir": str(folder), "map_split": "all"}))
+    assert "4 maps; skipped 2 file(s) that are not maps (LICENSE, README.md)" in capsys.readouterr().err
+
+
+def test_the_splits_part_the_collection_by_name_alone(tmp_path):
+    names = {f"{i}.png": (12, 12) for i in range(60)}
+    folder = write_maps(tmp_path / "maps", names)
+    split = {part: GridExploreEnv(map_dir=str(folder), map_split=part).map_collection.names
+             for part in MAP_SPLITS}
+    expected = [name for name in split["all"] if zlib.crc32(name.encode()) % 10 == 0]  # the documented rule
+    assert split["validation"] == expected and 0 < len(expected) < 20
+    assert sorted(split["train"] + split["validation"], key=natural_key) == split["all"]
+    for extra in ("60.png", "61.png", "62.png"):  # more maps: nobody changes sides
+        write_maps(folder, {extra: (12, 12)})
+    grown = GridExploreEnv(map_dir=str(folder), map_split="validation").map_collection.names
+    assert [name for name in grown if name in names] == expected
+    assert map_dir_size(EnvConfig(kwargs={"map_dir": str(folder), "map_split": "validation"})) == len(grown)
+
+
+def test_the_full_check_reads_every_map_once(tmp_path):
     maps = collection_env(tmp_path).map_collection
     assert not maps.checked
     assert list(maps.check_each()) == MAP_ORDER
@@ -138,6 +182,8 @@ def test_the_full_check_decodes_every_map_once(tmp_path):
     ({"map_dir": 3}, "map_dir must be a path"),
     ({"start": "middle"}, "start='middle' is not one of random, marker"),
     ({"start": "marker"}, "start='marker' reads the start from a map file: set map_file or map_dir"),
+    ({"map_split": "test", "map_dir": "maps"}, "map_split='test' is not one of all, train, validation"),
+    ({"map_split": "train"}, "map_split='train' parts a map_dir collection: set map_dir"),
 ])
 def test_bad_settings_are_named(settings, message):
     with pytest.raises(ValueError, match=message):
