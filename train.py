@@ -11,16 +11,23 @@ from __future__ import annotations
 import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 
 from config import ConfigError, load_config
-from rl.checkpoint import CheckpointError
+from rl.checkpoint import CheckpointError, latest_checkpoint
 from rl.ppo import NonFiniteLossError
 from rl.run_lock import RunLockedError
 from rl.trainer import Trainer
 from viz.heatmaps import attention_heatmaps
+
+
+def saved_so_far(trainer: Trainer | None) -> str:
+    """What an abrupt stop leaves: the newest checkpoint and how to continue, or that there is none."""
+    newest = None if trainer is None else latest_checkpoint(trainer.run_dir)
+    if newest is None:
+        return "nothing was saved"
+    return f"the newest checkpoint is {newest}; continue with: python train.py --resume {trainer.run_dir}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,20 +46,18 @@ def main(argv: list[str] | None = None) -> int:
             config = load_config(args.config, args.overrides)
             trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"), attention_heatmaps)
         print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
-        stopped_by = trainer.train()
+        stopped = trainer.train()
     except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, NonFiniteLossError,
             RunLockedError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a second Ctrl-C, or one while starting: out at once
-        resume = f"; continue from the last checkpoint with: python train.py --resume {trainer.run_dir}" \
-            if trainer is not None else ""
-        print(f"interrupted{resume}", file=sys.stderr)
+        print(f"interrupted; {saved_so_far(trainer)}", file=sys.stderr)
         return 130
-    if stopped_by:
-        print(f"stopped by {stopped_by} after update {trainer.update}, checkpoint saved; "
-              f"continue with: python train.py --resume {trainer.run_dir}", file=sys.stderr)
-        return 128 + signal.Signals[stopped_by].value
+    if stopped:
+        resume = "" if stopped.checkpoint is None else f"; continue with: python train.py --resume {trainer.run_dir}"
+        print(stopped.describe() + resume, file=sys.stderr)
+        return stopped.exit_code
     print(f"done: {trainer.update} updates, {trainer.global_step} steps; checkpoints in {trainer.run_dir}")
     return 0
 

@@ -1,14 +1,19 @@
 """Ctrl-C and SIGTERM stop a training at the end of the current update, with a checkpoint.
 
-The first signal only sets ``requested``; the loop finishes the update it is in (seconds), saves
-a checkpoint and returns, so nothing since the last checkpoint is lost. A second signal raises
-``KeyboardInterrupt`` at once, for a user who cannot wait (the last checkpoint stays intact).
+The first signal only sets ``requested``; the loop finishes the update it is in (seconds) and
+returns, and on its way out the trainer makes sure the last finished update has its checkpoint
+(``Trainer.train``: one place, whatever the loop was doing when the signal came: collecting,
+updating, logging, playing the image episode or writing a checkpoint). ``Stopped`` says what was
+saved. A second signal raises ``KeyboardInterrupt`` at once, for a user who cannot wait (the
+checkpoints already written stay intact: each is written atomically).
 """
 from __future__ import annotations
 
 import signal
 import sys
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -36,3 +41,25 @@ class StopOnSignal:
         self.requested = signal.Signals(signum).name
         print(f"\n{self.requested}: finishing this update, then saving a checkpoint "
               f"(send it again to stop at once)", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Stopped:
+    """A training a signal ended early, and what it left on disk."""
+
+    signal: str
+    """The signal's name: ``SIGINT`` or ``SIGTERM``."""
+    update: int
+    """The last update that finished."""
+    checkpoint: Path | None
+    """The checkpoint holding that update; None when no update had finished (nothing saved)."""
+
+    def describe(self) -> str:
+        if self.checkpoint is None:
+            return f"stopped by {self.signal} before the first update finished; nothing was saved"
+        return f"stopped by {self.signal} after update {self.update}; its checkpoint is {self.checkpoint}"
+
+    @property
+    def exit_code(self) -> int:
+        """The shell's code for a program ended by this signal (130 for SIGINT, 143 for SIGTERM)."""
+        return 128 + signal.Signals[self.signal].value

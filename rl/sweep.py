@@ -133,10 +133,10 @@ def run_one(spec: RunSpec) -> dict:
         trainer = Trainer.resume(run_dir)  # a finished run: train() below does nothing
     else:
         trainer = Trainer.create(config, run_dir)
-    stopped_by = trainer.train(progress=False)
-    if stopped_by is not None:
-        raise RunStoppedError(f"stopped by {stopped_by} after update {trainer.update} of {trainer.config.num_updates}, "
-                              f"checkpoint saved; the next sweep resumes it")
+    stopped = trainer.train(progress=False)
+    if stopped is not None:
+        raise RunStoppedError(f"{stopped.describe()} (of {trainer.config.num_updates}); the next sweep "
+                              f"{'resumes it' if stopped.checkpoint else 'starts it again'}")
 
     actors = {AGENT: argmax_actor(trainer.policy.eval()), **{name: BASELINES[name] for name in REFERENCES}}
     episodes = evaluate_actors(actors, trainer.config.env, spec.episodes, spec.eval_seed, progress=False)

@@ -24,7 +24,7 @@ from rl.envs import check_env_config, make_env
 from rl.episodes import EpisodeProgress
 from rl.evaluation import argmax_actor, run_episode
 from rl.gae import compute_gae
-from rl.interrupt import StopOnSignal
+from rl.interrupt import StopOnSignal, Stopped
 from rl.ppo import check_finite_weights, ppo_update
 from rl.run_lock import RunLock
 from rl.seeding import eval_episode_seed
@@ -76,6 +76,7 @@ class Trainer:
         self.policy = PolicyNet(config.model).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
         self.update, self.global_step = 0, 0
+        self.saved_update: int | None = None  # the update the newest checkpoint on disk holds
         self.recent: deque[dict] = deque(maxlen=20)  # the last finished episodes: success rate and progress bar
         self.resumed_at = None if state is None else state["global_step"]
         progress = None
@@ -120,11 +121,11 @@ class Trainer:
         return cls(config, run_dir, state=state, paint_attention=paint_attention, state_path=path, lock=lock)
 
     # ------------------------------------------------------------------ the loop
-    def train(self, max_updates: int | None = None, progress: bool = True) -> str | None:
+    def train(self, max_updates: int | None = None, progress: bool = True) -> Stopped | None:
         """Run updates until ``config.num_updates`` (or ``max_updates`` more); ``progress`` shows a bar.
 
-        Returns None, or the name of the signal (SIGINT, SIGTERM) that stopped it early: the run
-        then ends after the update in progress, with a checkpoint (``rl/interrupt.py``).
+        Returns None, or a ``Stopped`` when a signal (SIGINT, SIGTERM) ended it early: the run then
+        ends after the update in progress, whose checkpoint it has written (``rl/interrupt.py``).
         """
         config, cfg = self.config, self.config.ppo
         last = config.num_updates if max_updates is None else min(config.num_updates, self.update + max_updates)
@@ -159,18 +160,21 @@ class Trainer:
 
                     sps = (self.global_step - start_step) / max(time.time() - start_time, 1e-9)  # 4. log
                     self._log(writer, rollout, step_before, stats, sps)
-                    if self.update % config.run.checkpoint_every == 0 or self.update == last or stop.requested:
+                    if self.update % config.run.checkpoint_every == 0 or self.update == last:
                         self.save()
-                    if config.run.image_every and (self.update % config.run.image_every == 0 or self.update == 1):
+                    if config.run.image_every and not stop.requested and (
+                            self.update % config.run.image_every == 0 or self.update == 1):
                         self._log_images(writer)
                     bar.update(config.batch_size)
                     coverage = np.mean([e["coverage"] for e in self.recent]) if self.recent else float("nan")
                     bar.set_postfix(update=f"{self.update}/{config.num_updates}", SPS=f"{sps:.0f}", coverage=f"{coverage:.2f}")
+                if stop.requested:  # whenever in the loop the signal came: the last finished update is kept
+                    return Stopped(stop.requested, self.update, self._saved_now())
             finally:
                 bar.close()
                 writer.close()
                 self.close()
-        return stop.requested
+        return None
 
     def close(self) -> None:
         """Close the envs and release the run folder (``train()`` does this when it ends)."""
@@ -233,8 +237,16 @@ class Trainer:
         load_model_weights(self.policy, state, path, asdict(self.config.model))
         self.optimizer.load_state_dict(state["optimizer"])
         self.update, self.global_step = state["update"], state["global_step"]
+        self.saved_update = self.update
         torch.set_rng_state(state["torch_rng"])
         self.recent.extend(state["recent"])
+
+    def _saved_now(self) -> Path | None:
+        """The checkpoint of the last finished update, written now unless it is on disk already;
+        None when no update has finished."""
+        if self.update == 0:
+            return None
+        return checkpoint_path(self.run_dir, self.update) if self.saved_update == self.update else self.save()
 
     def save(self) -> Path:
         """Write this update's checkpoint, then delete those older than ``run.keep_checkpoints`` allows.
@@ -243,6 +255,7 @@ class Trainer:
         that passed over it (unreadable) is neither kept in place of an older one nor deleted."""
         path = checkpoint_path(self.run_dir, self.update)
         save_checkpoint(self._state(), path)
+        self.saved_update = self.update
         keep = self.config.run.keep_checkpoints
         if keep:
             found = checkpoints(self.run_dir)

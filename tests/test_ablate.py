@@ -175,35 +175,46 @@ def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finish
     assert len(list(out.glob("*/result.json"))) == 1
 
 
-def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it(tmp_path):
-    """A worker's training stopped early must not be recorded as finished: the sweep would skip it."""
+def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it(tmp_path, monkeypatch):
+    """A worker's training stopped early must not be recorded as finished: the sweep would skip it.
+    The signal lands in the third rollout's collection; the run keeps update 3, which no schedule
+    saves, and the next call ends with the weights of a run never stopped."""
     import signal
-    import threading
-    import time
 
-    from rl.checkpoint import latest_checkpoint, load_checkpoint
+    import torch
+
+    from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint
+    from rl.collector import VectorEnvCollector
     from rl.sweep import EVALUATION, RESULT, RunSpec, RunStoppedError, run_one
 
+    def spec(run_dir):
+        return RunSpec(label="model.n_heads=1", overrides=("model.n_heads=1", "ppo.total_timesteps=320",
+                                                           "run.checkpoint_every=4"),
+                       seed=1, run_dir=str(run_dir), config_path=str(SMOKE), episodes=1, eval_seed=0, torch_threads=1)
+
+    run_one(spec(tmp_path / "straight"))
+    original, calls = VectorEnvCollector.collect, []
+
+    def collect(self, policy):
+        calls.append(None)
+        if len(calls) == 3:
+            signal.raise_signal(signal.SIGTERM)  # handled in the main thread, by the trainer
+        return original(self, policy)
+
+    monkeypatch.setattr(VectorEnvCollector, "collect", collect)
     run_dir = tmp_path / "run"
-    spec = RunSpec(label="model.n_heads=1", overrides=("model.n_heads=1", "ppo.total_timesteps=960",
-                                                       "run.checkpoint_every=1"),
-                   seed=1, run_dir=str(run_dir), config_path=str(SMOKE), episodes=1, eval_seed=0, torch_threads=1)
-
-    def stop_after_the_first_checkpoint():
-        deadline = time.time() + 120
-        while latest_checkpoint(run_dir) is None and time.time() < deadline:
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGTERM)  # handled in the main thread, by the trainer
-
-    threading.Thread(target=stop_after_the_first_checkpoint, daemon=True).start()
-    with pytest.raises(RunStoppedError, match=r"stopped by SIGTERM after update (\d+) of 30, checkpoint saved") as stop:
-        run_one(spec)
-    stopped_at = int(stop.value.args[0].split("after update ")[1].split(" ")[0])
-    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == stopped_at < 30
+    with pytest.raises(RunStoppedError) as stop:
+        run_one(spec(run_dir))
+    monkeypatch.undo()
+    assert str(stop.value) == (f"stopped by SIGTERM after update 3; its checkpoint is {checkpoint_path(run_dir, 3)} "
+                               f"(of 10); the next sweep resumes it")
+    assert latest_checkpoint(run_dir) == checkpoint_path(run_dir, 3)
     assert not (run_dir / RESULT).exists() and not (run_dir / EVALUATION).exists()
-    result = run_one(spec)  # resumes from that checkpoint and finishes
-    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == 30
+    result = run_one(spec(run_dir))  # resumes from that checkpoint and finishes
     assert result["label"] == "model.n_heads=1" and (run_dir / RESULT).exists()
+    final, straight = (load_checkpoint(latest_checkpoint(d)) for d in (run_dir, tmp_path / "straight"))
+    assert final["update"] == straight["update"] == 10
+    assert all(torch.equal(final["model"][k], straight["model"][k]) for k in straight["model"])
 
 
 def test_report_writes_the_finished_runs_and_starts_nothing(tmp_path, capsys):

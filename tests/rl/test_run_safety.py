@@ -67,8 +67,9 @@ def test_ctrl_c_saves_the_update_in_progress_and_names_the_resume_command(tmp_pa
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     last = [line for line in err.splitlines() if line.strip()][-1]
-    assert last == (f"stopped by SIGINT after update {load_checkpoint(latest_checkpoint(run_dir))['update']}, "
-                    f"checkpoint saved; continue with: python train.py --resume {run_dir}")
+    newest = latest_checkpoint(run_dir)
+    assert last == (f"stopped by SIGINT after update {load_checkpoint(newest)['update']}; its checkpoint is "
+                    f"{newest}; continue with: python train.py --resume {run_dir}")
     assert "Traceback" not in err
     trainer = Trainer.resume(run_dir)
     trainer.train(max_updates=1)
@@ -89,7 +90,7 @@ def test_a_signal_to_the_whole_process_group_saves_with_async_env_workers(tmp_pa
     os.killpg(process.pid, sig)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 128 + sig, err
-    update = load_checkpoint(latest_checkpoint(run_dir))["update"]
-    assert err.rstrip().endswith(f"stopped by {sig.name} after update {update}, checkpoint saved; "
-                                 f"continue with: python train.py --resume {run_dir}")
+    newest = latest_checkpoint(run_dir)
+    assert err.rstrip().endswith(f"stopped by {sig.name} after update {load_checkpoint(newest)['update']}; its "
+                                 f"checkpoint is {newest}; continue with: python train.py --resume {run_dir}")
     assert "Traceback" not in err

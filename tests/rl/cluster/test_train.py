@@ -1,10 +1,14 @@
 """Training through Ray actors (local Ray, 2 CPUs): the same weights as in process, through a killed
 worker and through --resume."""
 import logging
+import signal
 
+import pytest
 import torch
 
+from rl.checkpoint import checkpoint_path
 from rl.cluster.collector import RayCollector
+from rl.interrupt import Stopped
 from rl.trainer import Trainer
 from tests.helpers import kill_worker_mid_collect, smoke_config
 
@@ -62,3 +66,25 @@ def test_resuming_a_ray_run_continues_it_exactly(local_ray, tmp_path):
     resumed = Trainer.resume(tmp_path / "b")
     assert resumed.update == 1 and isinstance(resumed.collector, RayCollector)
     assert_same_weights(final_weights(resumed), uninterrupted)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_while_the_workers_collect_keeps_the_update_and_resumes_exactly(local_ray, tmp_path, sig):
+    """The signal lands in the driver while the actors play the second rollout: that update is kept,
+    though no schedule saves it (a checkpoint is due every 1,000 updates)."""
+    settings = (*RAY, "run.checkpoint_every=1000", "run.image_every=0")
+    uninterrupted = final_weights(Trainer.create(smoke_config(tmp_path / "a", *settings), tmp_path / "a"))
+    trainer = Trainer.create(smoke_config(tmp_path / "b", *settings), tmp_path / "b")
+    real_collect, calls = trainer.collector.collect, []
+
+    def collect(policy):
+        calls.append(None)
+        if len(calls) == 2:
+            signal.raise_signal(sig)
+        return real_collect(policy)
+
+    trainer.collector.collect = collect
+    stopped = trainer.train(progress=False)
+    assert stopped == Stopped(sig.name, 2, checkpoint_path(tmp_path / "b", 2))
+    assert trainer.collector.workers == []  # the actors are gone with the run
+    assert_same_weights(final_weights(Trainer.resume(tmp_path / "b")), uninterrupted)

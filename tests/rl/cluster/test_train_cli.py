@@ -55,9 +55,10 @@ def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path, others_ray
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
-    update = load_checkpoint(latest_checkpoint(run_dir))["update"]
-    assert update >= 1 and err.rstrip().endswith(
-        f"stopped by SIGINT after update {update}, checkpoint saved; continue with: python train.py --resume {run_dir}")
+    newest = latest_checkpoint(run_dir)
+    update = load_checkpoint(newest)["update"]
+    assert update >= 1 and err.rstrip().endswith(f"stopped by SIGINT after update {update}; its checkpoint is "
+                                                 f"{newest}; continue with: python train.py --resume {run_dir}")
     assert "Traceback" not in err
     time.sleep(1)
     assert ray_processes(others_rays) == []  # the actors and the local cluster it started are gone
