@@ -25,14 +25,12 @@ import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the modu
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
-from config import ConfigError, EnvConfig, apply_override, load_config
+from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
-from rl.envs import check_env_config
+from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
 from stats import format_mean_ci
@@ -68,17 +66,6 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
     lines.append("(mean ± 95% CI half-width, Student's t; steps and travel over completed episodes; "
                  "ratios per map, over the maps both policies completed)")
     return "\n".join(lines)
-
-
-def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
-    """``env`` with its keyword arguments changed by ``KEY=VALUE`` overrides (values parsed as
-    YAML); raises ``ConfigError`` naming a malformed override or a key or value the env refuses."""
-    kwargs = dict(env.kwargs)
-    for override in overrides:
-        apply_override(kwargs, override)
-    env = replace(env, kwargs=kwargs)
-    check_env_config(env)
-    return env
 
 
 def evaluate_in_parallel(actors: dict, policy, env_config: EnvConfig, args: argparse.Namespace) -> dict:

@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import gymnasium as gym
@@ -20,7 +21,7 @@ import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
-from config import ConfigError, EnvConfig
+from config import ConfigError, EnvConfig, apply_override
 from env.greedy_value import GreedyValue
 from rl.episodes import EpisodeProgress
 from rl.seeding import train_episode_seed
@@ -83,6 +84,17 @@ def check_env_config(config: EnvConfig, all_maps: bool = True) -> None:
             env.close()
     except (gym.error.Error, ValueError, TypeError) as error:
         raise ConfigError(f"env.id={config.id!r} with env.kwargs={config.kwargs}: {error}") from error
+
+
+def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
+    """``env`` with its keyword arguments changed by ``KEY=VALUE`` overrides (values parsed as
+    YAML); raises ``ConfigError`` naming a malformed override or a key or value the env refuses."""
+    kwargs = dict(env.kwargs)
+    for override in overrides:
+        apply_override(kwargs, override)
+    env = replace(env, kwargs=kwargs)
+    check_env_config(env)
+    return env
 
 
 def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indices: Sequence[int] | None = None,

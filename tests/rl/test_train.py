@@ -19,7 +19,7 @@ from env.maps import MAP_FAMILIES
 from graph_batch import forward_observations
 from rl.checkpoint import latest_checkpoint, load_checkpoint
 from rl.collector import VectorEnvCollector
-from rl.envs import make_env
+from rl.envs import make_env, with_env_overrides
 from rl.evaluation import load_policy
 from rl.gae import compute_gae
 from rl.tags import IMAGE_TAGS, SCALAR_TAGS, TEXT_TAGS
@@ -257,7 +257,7 @@ def test_evaluate_changes_the_environment_for_the_evaluation_only(smoke_run, tmp
                           "--env", "map_size=20", "--env", "map_family=maze", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["env"]["kwargs"] == {"map_size": 20, "max_steps": 24, "map_family": "maze"}
     assert load_config(smoke_run / "config.yaml").env.kwargs["map_size"] == 16  # the run itself is untouched
-    env = make_env(evaluate.with_env_overrides(smoke_config(tmp_path).env, ["map_size=20"]))
+    env = make_env(with_env_overrides(smoke_config(tmp_path).env, ["map_size=20"]))
     assert env.unwrapped.height == env.unwrapped.width == 20
     for bad, message in (("map_sise=20", "unknown GridExplore parameter.*map_sise"),
                          ("map_size=5", "map_size must be an int >= 12, got 5"),
