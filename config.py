@@ -154,6 +154,10 @@ class RunConfig:
     """Updates between rendered-episode and attention images in TensorBoard; 0 disables."""
     torch_threads: int = 0
     """torch.set_num_threads; 0 keeps torch's default."""
+    init_from: str = ""
+    """Start a new run from these weights instead of random ones (``train.py --init-from``): a
+    run folder, a checkpoint or a pretrained file whose network has this run's model config.
+    Weights only: the optimizer, counters and envs start fresh. Empty: random weights."""
     ray_address: str = ""
     """The Ray cluster ``env.vector: ray`` joins (``host:port`` of its head, or ``auto``); empty
     starts a local one on this machine (or joins the one ``RAY_ADDRESS`` names)."""

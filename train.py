@@ -2,6 +2,7 @@
 
     python train.py --config configs/default.yaml [key=value ...]   # a new run in runs/<run.name>
     python train.py --resume runs/<name>                             # continue a killed run
+    python train.py --config configs/dungeon.yaml --init-from pretrained/default.pt   # a new run from trained weights
 
 Writes into the run folder: the resolved ``config.yaml``, TensorBoard events
 (``tensorboard --logdir runs``) and ``checkpoint_*.pt`` files.
@@ -34,16 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="configs/default.yaml", help="YAML file (default: %(default)s)")
     parser.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    parser.add_argument("--init-from", metavar="WEIGHTS",
+                        help="start a new run from these weights (a run folder, a checkpoint or a pretrained "
+                             "file; same model config): run.init_from")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. model.n_heads=2")
     args = parser.parse_args(argv)
     trainer = None
     try:
         if args.resume:
-            if args.overrides:
-                parser.error("--resume continues a run with its saved config.yaml; overrides are not allowed")
+            if args.overrides or args.init_from:
+                parser.error("--resume continues a run with its saved config.yaml; overrides and --init-from "
+                             "are not allowed")
             trainer = Trainer.resume(Path(args.resume), paint_attention=attention_heatmaps)
         else:
-            config = load_config(args.config, args.overrides)
+            init = [f"run.init_from={args.init_from}"] if args.init_from else []
+            config = load_config(args.config, [*args.overrides, *init])
             trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"), attention_heatmaps)
         print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
         stopped = trainer.train()

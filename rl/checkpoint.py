@@ -85,8 +85,9 @@ def load_latest_readable(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]
     raise CheckpointError(f"no checkpoint in {run_dir} loads: " + "; ".join(skipped))
 
 
-def load_model_weights(policy: torch.nn.Module, state: dict[str, Any], path: Path, model_config: dict) -> None:
-    """Load ``state["model"]`` into ``policy``, whose config is ``model_config``.
+def load_model_weights(policy: torch.nn.Module, state: dict[str, Any], path: Path, model_config: dict,
+                       wanted: str = "config.yaml") -> None:
+    """Load ``state["model"]`` into ``policy``, whose config is ``model_config`` (from ``wanted``).
 
     The checkpoint records the model config it was trained with; a ``config.yaml`` edited since
     (``n_heads`` changed, say) is a ``CheckpointError`` naming the keys that differ, and weights of
@@ -95,9 +96,10 @@ def load_model_weights(policy: torch.nn.Module, state: dict[str, Any], path: Pat
     recorded = state.get("model_config")
     if recorded is not None and recorded != model_config:
         differ = sorted(k for k in recorded.keys() | model_config.keys() if recorded.get(k) != model_config.get(k))
-        described = ", ".join(f"{k}: {recorded.get(k)!r} in the checkpoint, {model_config.get(k)!r} in config.yaml"
+        described = ", ".join(f"{k}: {recorded.get(k)!r} in the checkpoint, {model_config.get(k)!r} in {wanted}"
                               for k in differ)
-        raise CheckpointError(f"{path} was trained with another model config than its config.yaml says ({described})")
+        raise CheckpointError(f"{path} was trained with another model config than "
+                              f"{'its ' * (wanted == 'config.yaml')}{wanted} says ({described})")
     own = policy.state_dict()
     mismatched = [f"{key}: {list(value.shape)} in the checkpoint, {list(own[key].shape)} in the model"
                   for key, value in state["model"].items() if key in own and value.shape != own[key].shape]

@@ -10,13 +10,14 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from config import Config, EnvConfig, load_config
+from config import Config, EnvConfig
 from env.map_collection import find_split
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from graph_batch import forward_each
 from policy import PolicyNet
-from rl.checkpoint import CheckpointError, checkpoints, load_checkpoint, load_model_weights
+from rl.checkpoint import CheckpointError, load_model_weights
+from rl.pretrained import read_weights
 from rl.envs import make_env
 from rl.seeding import eval_episode_seed
 from stats import mean_ci
@@ -46,19 +47,10 @@ class EpisodeResult:
     written before map files were recorded)."""
 
 
-def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
-    """The policy saved at ``checkpoint`` (a run folder: its latest; or a .pt file) and the run's config."""
-    found = checkpoints(checkpoint) if checkpoint.is_dir() else [checkpoint] if checkpoint.is_file() else []
-    if not found:
-        raise FileNotFoundError(f"no checkpoint at {checkpoint} (expected a run folder or a checkpoint_*.pt file)")
-    path = found[0]
-    try:
-        state = load_checkpoint(path)
-    except CheckpointError as error:  # evaluate exactly what was asked for, or say what else there is
-        readable = [p.name for p in found[1:] if _loads(p)]
-        raise CheckpointError(f"{error}; readable checkpoints beside it: {', '.join(readable) or 'none'} "
-                              f"(pass one as --checkpoint)") from None
-    config = load_config(path.parent / "config.yaml")
+def load_policy(source: Path) -> tuple[PolicyNet, Config]:
+    """The policy whose weights ``source`` holds (a run folder: its newest checkpoint; a
+    checkpoint; a pretrained file: ``rl.pretrained``) and the config it was trained with."""
+    path, state, config = read_weights(source)
     policy = PolicyNet(config.model)
     try:
         load_model_weights(policy, state, path, asdict(config.model))
@@ -66,14 +58,6 @@ def load_policy(checkpoint: Path) -> tuple[PolicyNet, Config]:
         raise CheckpointError(f"{error} (node features of this version: {', '.join(NODE_FEATURE_NAMES)}; "
                               f"a checkpoint of another layout must be retrained)") from None
     return policy.eval(), config
-
-
-def _loads(path: Path) -> bool:
-    try:
-        load_checkpoint(path)
-        return True
-    except CheckpointError:
-        return False
 
 
 def argmax_actor(policy: PolicyNet) -> Actor:

@@ -26,6 +26,7 @@ from rl.evaluation import argmax_actor, run_episode
 from rl.gae import compute_gae
 from rl.interrupt import StopOnSignal, Stopped
 from rl.ppo import check_finite_weights, ppo_update
+from rl.pretrained import read_weights
 from rl.run_lock import RunLock
 from rl.seeding import eval_episode_seed
 
@@ -40,6 +41,14 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("run.device=cuda but no CUDA device is available; use run.device=auto or cpu")
     return torch.device(name)
+
+
+def load_initial_weights(policy: PolicyNet, config: Config) -> None:
+    """Load the weights ``run.init_from`` names into ``policy``; a ``CheckpointError`` naming the
+    model settings that differ between those weights and ``config``."""
+    path, state, trained_with = read_weights(Path(config.run.init_from))
+    load_model_weights(policy, {**state, "model_config": asdict(trained_with.model)}, path, asdict(config.model),
+                       wanted="this run's config")
 
 
 def hyperparameter_table(config: Config) -> str:
@@ -84,6 +93,8 @@ class Trainer:
             self._load_state(state, state_path or self.run_dir)
             progress = EpisodeProgress(state["episodes"], state["actions"], state["episode_return"],
                                        state["episode_length"])
+        elif config.run.init_from:
+            load_initial_weights(self.policy, config)
         self.collector: Collector = make_collector(config, progress)
 
     @classmethod
@@ -91,6 +102,8 @@ class Trainer:
         run_dir = Path(run_dir)
         resolve_device(config.run.device)  # refuse a missing device, a bad env or cluster before writing anything
         check_env_config(config.env)
+        if config.run.init_from:  # weights that are not there, or do not fit: refused before writing
+            load_initial_weights(PolicyNet(config.model), config)
         check_collector_settings(config)
         if latest_checkpoint(run_dir) is not None:
             raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir} or pick another run.name")

@@ -1,0 +1,87 @@
+"""Pretrained files (weights and config only) and ``--init-from``: a new run from trained weights."""
+import pytest
+import torch
+
+import evaluate
+import train
+from rl.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from rl.evaluation import argmax_actor, load_policy, run_episode
+from rl.envs import make_env, with_env_overrides
+from rl.pretrained import FORMAT, export, main as export_main
+from rl.trainer import Trainer
+from tests.helpers import SMOKE, smoke_config
+
+
+def test_a_pretrained_file_holds_the_weights_and_config_and_plays_as_the_run_does(smoke_run, tmp_path):
+    out = tmp_path / "agent.pt"
+    assert export_main([str(smoke_run), str(out)]) == 0
+    state = torch.load(out, weights_only=True)
+    assert sorted(state) == ["config", "format", "model", "trained"] and state["format"] == FORMAT
+    newest = load_checkpoint(latest_checkpoint(smoke_run))
+    assert state["trained"] == {"from": latest_checkpoint(smoke_run).name, "update": newest["update"],
+                                "global_step": newest["global_step"]}
+    assert out.stat().st_size < latest_checkpoint(smoke_run).stat().st_size  # no optimizer state
+    shipped, config = load_policy(out)
+    trained, run_config = load_policy(smoke_run)
+    assert config == run_config
+    for name, tensor in trained.state_dict().items():
+        assert torch.equal(shipped.state_dict()[name], tensor), name
+    env = make_env(config.env)
+    a, _ = run_episode(env, argmax_actor(shipped), seed=11)
+    b, _ = run_episode(env, argmax_actor(trained), seed=11)
+    assert a == b and a.steps > 0
+
+
+def test_evaluate_takes_a_pretrained_file(smoke_run, tmp_path, capsys):
+    export(smoke_run, tmp_path / "agent.pt")
+    assert evaluate.main(["--checkpoint", str(tmp_path / "agent.pt"), "--episodes", "1", "--policy", "agent"]) == 0
+    assert "| agent (argmax) |" in capsys.readouterr().out
+
+
+def test_env_overrides_are_recorded_and_a_bad_one_writes_nothing(smoke_run, tmp_path, capsys):
+    out = tmp_path / "agent.pt"
+    export(smoke_run, out, ("map_size=20",))
+    assert torch.load(out, weights_only=True)["config"]["env"]["kwargs"]["map_size"] == 20
+    bad = tmp_path / "bad.pt"
+    assert export_main([str(smoke_run), str(bad), "--env", "sensor_range=0"]) == 2
+    assert "sensor_range must be an int >= 1, got 0" in capsys.readouterr().err and not bad.exists()
+    assert export_main([str(tmp_path / "nowhere"), str(bad)]) == 2 and not bad.exists()
+
+
+@pytest.mark.parametrize("source", ["run folder", "pretrained file"])
+def test_init_from_starts_a_new_run_from_the_weights_alone(smoke_run, tmp_path, source):
+    weights = smoke_run if source == "run folder" else tmp_path / "agent.pt"
+    if source == "pretrained file":
+        export(smoke_run, weights)
+    trainer = Trainer.create(smoke_config(tmp_path / "new", f"run.init_from={weights}"), tmp_path / "new")
+    trained, _ = load_policy(smoke_run)
+    for name, tensor in trained.state_dict().items():
+        assert torch.equal(trainer.policy.state_dict()[name], tensor), name
+    assert trainer.update == 0 and trainer.global_step == 0
+    trainer.train(max_updates=1, progress=False)
+    assert load_checkpoint(latest_checkpoint(tmp_path / "new"))["update"] == 1
+    assert Trainer.resume(tmp_path / "new").update == 1  # a resume takes its own checkpoint, not init_from
+
+
+def test_init_from_weights_of_another_network_is_refused_before_anything_is_written(smoke_run, tmp_path, capsys):
+    run_dir = tmp_path / "new"
+    assert train.main(["--config", str(SMOKE), f"run.run_dir={run_dir}", "model.n_heads=1",
+                       "--init-from", str(smoke_run)]) == 2
+    assert "n_heads: 2 in the checkpoint, 1 in this run's config" in capsys.readouterr().err
+    assert not (run_dir / "config.yaml").exists()
+    with pytest.raises(CheckpointError, match="n_heads"):
+        Trainer.create(smoke_config(run_dir, "model.n_heads=1", f"run.init_from={smoke_run}"), run_dir)
+
+
+def test_resume_takes_no_init_from(smoke_run, capsys):
+    with pytest.raises(SystemExit):
+        train.main(["--resume", str(smoke_run), "--init-from", str(smoke_run)])
+    assert "overrides and --init-from are not allowed" in capsys.readouterr().err
+
+
+def test_a_pretrained_file_plays_on_other_maps_through_env_overrides(smoke_run, tmp_path):
+    export(smoke_run, tmp_path / "agent.pt")
+    policy, config = load_policy(tmp_path / "agent.pt")
+    env = make_env(with_env_overrides(config.env, ["map_size=24"]))
+    result, _ = run_episode(env, argmax_actor(policy), seed=3)
+    assert result.steps > 0
