@@ -3,12 +3,12 @@
 The seam the training loop collects through. ``VectorEnvCollector`` steps a gymnasium vector env
 in this process; ``InterleavedCollector`` (``env.vector: async``) steps two halves of the envs
 in turns, each half's forward passes running while the other half's envs step in their
-processes; ``rl.cluster.collector.RayCollector`` gives slices of the envs to Ray actors, each a
-``VectorEnvCollector`` over its slice. Two things make a rollout independent of how the
-envs are split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its
-action is sampled from its own observation's forward pass (``graph_batch.forward_each``) with a
-seed drawn from where it is (``rl.seeding.action_seed``).
-``make_collector`` picks a collector by ``env.vector``.
+processes. These are the in-process collectors; ``rl.cluster.collector.RayCollector``, built on
+``VectorEnvCollector``, gives slices of the envs to Ray actors, and ``rl.collection`` picks one
+of the three by ``env.vector``. Two things make a rollout independent of how the envs are
+split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its action is
+sampled from its own observation's forward pass (``graph_batch.forward_each``) with a seed drawn
+from where it is (``rl.seeding.action_seed``).
 """
 from __future__ import annotations
 
@@ -161,22 +161,3 @@ class InterleavedCollector:
     def close(self) -> None:
         for part in self.parts:
             part.close()
-
-
-def check_collector_settings(config: Config) -> None:
-    """Refuse now, before a run folder is written, what would make the collector fail: with
-    ``env.vector: ray``, a ``run.ray_address`` where no cluster answers."""
-    if config.env.vector == "ray" and config.run.ray_address not in ("", "auto"):
-        from rl.cluster.connect import check_reachable
-        check_reachable(config.run.ray_address)
-
-
-def make_collector(config: Config, progress: EpisodeProgress | None = None) -> Collector:
-    """The collector ``env.vector`` names: ``sync`` / ``async`` in this process, ``ray`` on Ray actors
-    (imported only then: nothing else in a run needs Ray)."""
-    if config.env.vector == "ray":
-        from rl.cluster.collector import RayCollector
-        return RayCollector(config, progress)
-    if config.env.vector == "async":
-        return InterleavedCollector(config, progress)
-    return VectorEnvCollector(config, progress)

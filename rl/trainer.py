@@ -19,7 +19,8 @@ from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.checkpoint import (checkpoint_path, checkpoints, latest_checkpoint, load_latest_readable, load_model_weights,
                            save_checkpoint)
-from rl.collector import Collector, check_collector_settings, make_collector
+from rl.collection import check_collector_settings, make_collector
+from rl.collector import Collector
 from rl.envs import check_env_config, make_env
 from rl.episodes import EpisodeProgress
 from rl.evaluation import argmax_actor, run_episode

@@ -16,6 +16,75 @@ FORBIDDEN = {  # package -> top-level modules it must never import
 }
 
 
+def project_modules() -> dict[str, object]:
+    """Every module of the project outside tests/ (dotted name -> path); a package is its __init__."""
+    modules = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[0] in ("tests", ".venv", "scratch") or any(p.startswith(".") for p in parts):
+            continue
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def import_graph(modules: dict) -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere in its file (``from a.b import c`` counts as
+    ``a.b.c`` when that is a module, else ``a.b``)."""
+    graph = {}
+    for name, path in modules.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                targets = [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of ``graph`` as [a, b, ..., a], or None (depth-first search)."""
+    state: dict[str, str] = {}  # "open" while on the current path, "done" once fully explored
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = "done"
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
+
+
+def test_the_cycle_finder_finds_a_circle_and_passes_a_tree():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_module_imports_itself_through_others():
+    """No import circle anywhere, also through imports inside functions."""
+    graph = import_graph(project_modules())
+    assert {"rl.collector", "rl.collection", "rl.cluster.collector"} <= graph.keys()
+    assert "rl.collector" in graph["rl.cluster.collector"]  # the graph sees what it must
+    assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
+
+
 def imported_modules(path):
     """Top-level names of every module ``path`` imports."""
     names = set()

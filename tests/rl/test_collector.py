@@ -7,7 +7,8 @@ import torch
 from graph_batch import forward_each, forward_observations
 from policy import PolicyNet
 from rl.buffer import Rollout
-from rl.collector import InterleavedCollector, VectorEnvCollector, contiguous_slices, make_collector, sample_actions
+from rl.collection import make_collector
+from rl.collector import InterleavedCollector, VectorEnvCollector, contiguous_slices, sample_actions
 from rl.episodes import EpisodeProgress
 from tests.helpers import assert_same_rollout, observations, smoke_config
 

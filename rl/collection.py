@@ -1,0 +1,32 @@
+"""Which collector a run uses: ``env.vector`` picks it, here and nowhere else.
+
+    sync, async  ->  rl/collector.py          VectorEnvCollector, InterleavedCollector (this process)
+    ray          ->  rl/cluster/collector.py  RayCollector (Ray actors, each a VectorEnvCollector)
+
+Both modules implement ``rl.collector.Collector``; the Ray one is imported only when asked for,
+so nothing else in a run loads Ray.
+"""
+from __future__ import annotations
+
+from config import Config
+from rl.collector import Collector, InterleavedCollector, VectorEnvCollector
+from rl.episodes import EpisodeProgress
+
+
+def check_collector_settings(config: Config) -> None:
+    """Refuse now, before a run folder is written, what would make the collector fail: with
+    ``env.vector: ray``, a ``run.ray_address`` where no cluster answers."""
+    if config.env.vector == "ray" and config.run.ray_address not in ("", "auto"):
+        from rl.cluster.connect import check_reachable
+        check_reachable(config.run.ray_address)
+
+
+def make_collector(config: Config, progress: EpisodeProgress | None = None) -> Collector:
+    """The collector ``env.vector`` names: ``sync`` / ``async`` in this process, ``ray`` on Ray actors
+    (imported only then: nothing else in a run needs Ray)."""
+    if config.env.vector == "ray":
+        from rl.cluster.collector import RayCollector
+        return RayCollector(config, progress)
+    if config.env.vector == "async":
+        return InterleavedCollector(config, progress)
+    return VectorEnvCollector(config, progress)
