@@ -36,6 +36,7 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from config import load_config
+from rl import tags
 
 LIBGOMP_SPIN_COUNT = 300_000
 """libgomp's own spin count when neither OpenMP wait variable is set."""
@@ -98,7 +99,7 @@ def training_sps(config: str, updates: int, setting: str, run_dir: Path) -> floa
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     events.Reload()
-    return events.Scalars("charts/SPS")[-1].value
+    return events.Scalars(tags.SPS)[-1].value
 
 
 def competitor_alone(setting: str, seconds: float) -> float:

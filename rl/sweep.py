@@ -22,6 +22,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from config import Config, flat_settings, load_config
 from env.baselines import BASELINES
+from rl import tags
 from rl.atomic import atomic_write_text
 from rl.checkpoint import latest_checkpoint
 from rl.evaluation import AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report
@@ -31,7 +32,7 @@ RESULT = "result.json"
 EVALUATION = "evaluation.json"
 """Every held-out episode of the agent and the baselines, as ``evaluate.py --json`` writes it."""
 
-CURVES = {"return": "charts/episodic_return", "coverage": "charts/coverage", "travel": "charts/travel_distance"}
+CURVES = {"return": tags.EPISODIC_RETURN, "coverage": tags.COVERAGE, "travel": tags.TRAVEL_DISTANCE}
 """The learning curves a result keeps (name -> the run's tensorboard tag), for the sweep's plots."""
 
 NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir", "run.keep_checkpoints")
@@ -143,9 +144,9 @@ def run_one(spec: RunSpec) -> dict:
     report = evaluation_report(episodes, spec.episodes, spec.eval_seed, trainer.config.env)
     atomic_write_text(run_dir / EVALUATION, json.dumps(report))  # per map, for compare.py's paired comparison
     agent = report["summaries"][AGENT]
-    series = scalar_series(run_dir, *CURVES.values(), "charts/SPS")
+    series = scalar_series(run_dir, *CURVES.values(), tags.SPS)
     _, returns = series[CURVES["return"]]
-    _, sps = series["charts/SPS"]
+    _, sps = series[tags.SPS]
     result = {
         "label": spec.label, "seed": spec.seed, "run_dir": str(run_dir), "evaluation": _evaluation(spec),
         "parameters": sum(p.numel() for p in trainer.policy.parameters()),

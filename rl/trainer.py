@@ -24,6 +24,7 @@ from rl.collector import Collector
 from rl.envs import check_env_config, make_env
 from rl.episodes import EpisodeProgress
 from rl.evaluation import argmax_actor, run_episode
+from rl import tags
 from rl.gae import compute_gae
 from rl.interrupt import StopOnSignal, Stopped
 from rl.ppo import check_finite_weights, ppo_update
@@ -151,7 +152,7 @@ class Trainer:
         writer = SummaryWriter(str(self.run_dir), purge_step=None if self.resumed_at is None else self.resumed_at + 1)
         self.resumed_at = None  # a later train() call on this trainer purges nothing
         if self.update == 0:
-            writer.add_text("hyperparameters", hyperparameter_table(config))
+            writer.add_text(tags.HYPERPARAMETERS, hyperparameter_table(config))
         start_time, start_step = time.time(), self.global_step
         bar = tqdm(total=config.num_updates * config.batch_size, initial=self.global_step, unit="step",
                    dynamic_ncols=True, desc="training", disable=not progress)
@@ -202,15 +203,15 @@ class Trainer:
             step = step_before + (episode.step + 1) * rollout.num_envs
             self.recent.append({"coverage": episode.coverage, "travel_distance": episode.travel_distance,
                                 "success": episode.success})
-            writer.add_scalar("charts/episodic_return", episode.episodic_return, step)
-            writer.add_scalar("charts/episodic_length", episode.episodic_length, step)
-            writer.add_scalar("charts/coverage", episode.coverage, step)
-            writer.add_scalar("charts/travel_distance", episode.travel_distance, step)
-            writer.add_scalar("charts/success_rate", np.mean([e["success"] for e in self.recent]), step)
+            writer.add_scalar(tags.EPISODIC_RETURN, episode.episodic_return, step)
+            writer.add_scalar(tags.EPISODIC_LENGTH, episode.episodic_length, step)
+            writer.add_scalar(tags.COVERAGE, episode.coverage, step)
+            writer.add_scalar(tags.TRAVEL_DISTANCE, episode.travel_distance, step)
+            writer.add_scalar(tags.SUCCESS_RATE, np.mean([e["success"] for e in self.recent]), step)
         for key, value in stats.items():
-            writer.add_scalar(f"losses/{key}", value, self.global_step)
-        writer.add_scalar("charts/learning_rate", self.optimizer.param_groups[0]["lr"], self.global_step)
-        writer.add_scalar("charts/SPS", sps, self.global_step)
+            writer.add_scalar(tags.LOSSES + key, value, self.global_step)
+        writer.add_scalar(tags.LEARNING_RATE, self.optimizer.param_groups[0]["lr"], self.global_step)
+        writer.add_scalar(tags.SPS, sps, self.global_step)
 
     def _log_images(self, writer: SummaryWriter) -> None:
         """An argmax episode on a held-out map, and the attention of its last state."""
@@ -223,7 +224,7 @@ class Trainer:
             return actor(obs, unwrapped)
 
         run_episode(env, act, eval_episode_seed(self.config.seed, 0))
-        writer.add_image("images/episode", env.render(), self.global_step, dataformats="HWC")
+        writer.add_image(tags.EPISODE_IMAGE, env.render(), self.global_step, dataformats="HWC")
         env.close()
         if self.paint_attention is None:
             return
@@ -231,7 +232,7 @@ class Trainer:
         with torch.no_grad():
             _, _, attention = self.policy(collate(obs, self.device), need_weights=True)
         heads = attention.encoder[-1][0].cpu().numpy()  # [H,N,N]
-        writer.add_image("images/attention", self.paint_attention(heads, obs["node_mask"], "last encoder layer"),
+        writer.add_image(tags.ATTENTION_IMAGE, self.paint_attention(heads, obs["node_mask"], "last encoder layer"),
                          self.global_step, dataformats="HWC")
 
     # ------------------------------------------------------------------ checkpoints

@@ -39,8 +39,8 @@ def test_events_carry_every_tag_of_the_contract(smoke_run):
     events = EventAccumulator(str(smoke_run), size_guidance={"scalars": 0, "images": 0, "tensors": 0})
     events.Reload()
     tags = events.Tags()
-    assert set(SCALAR_TAGS) <= set(tags["scalars"]), set(SCALAR_TAGS) - set(tags["scalars"])
-    assert set(IMAGE_TAGS) <= set(tags["images"])
+    assert set(tags["scalars"]) == set(SCALAR_TAGS), set(SCALAR_TAGS) ^ set(tags["scalars"])  # all, and no other
+    assert set(tags["images"]) == set(IMAGE_TAGS)
     assert any(tag.startswith(next(iter(TEXT_TAGS))) for tag in tags["tensors"])
     coverage = [event.value for event in events.Scalars("charts/coverage")]
     assert coverage and all(0.0 < c <= 1.0 for c in coverage)
