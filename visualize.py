@@ -1,6 +1,7 @@
 """Watch what the trained policy looks at, for one held-out episode.
 
     python visualize.py --checkpoint runs/default [--seed 0] [--at 10] [--query NODE] [--out viz_out]
+    python visualize.py --checkpoint pretrained/dungeon.pt --env map_dir=DungeonMaps/train --env map_split=validation
     python visualize.py --checkpoint runs/heads/model.n_heads=8_seed1 --compare runs/heads/model.n_heads=1_seed1 [--maps 10]
 
 Writes into ``--out``:
@@ -9,6 +10,9 @@ Writes into ``--out``:
   attention_matrix_layerL.png  per encoder layer L, one heat map per head (query rows, key columns)
   attention_map_layerL.png     per encoder layer L, the query node's attention drawn on the map
                                as lines whose width is the weight, one panel per head
+``--checkpoint`` takes what ``evaluate.py`` takes (a run folder, a checkpoint, a pretrained file)
+and ``--env`` changes its env as there; with a ``map_dir``, ``--seed``'s episode i plays map i.
+The moves are ``evaluate.py``'s: the same runner and argmax on the same map.
 The attention pictures are of the state at step ``--at`` (default: a third into the episode), for
 the robot's node unless ``--query`` names another.
 
@@ -39,29 +43,31 @@ from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
 from graph_batch import collate
 from rl.atomic import check_writable
-from rl.envs import make_env
-from rl.evaluation import load_policy
+from config import ConfigError
+from rl.envs import make_env, with_env_overrides
+from rl.evaluation import argmax_actor, load_policy, run_episode
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
 from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreement, pointer_overlay
 
 
-def record_episode(policy, env: gym.Env, seed: int) -> list[dict]:
-    """Step the policy's argmax moves through one episode; per step the frame (None unless ``env``
-    renders), observation and attention."""
-    obs, _ = env.reset(seed=seed)
-    steps = []
-    while True:
+def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None) -> list[dict]:
+    """One episode of the policy's argmax moves, played by ``rl.evaluation.run_episode`` with
+    ``argmax_actor`` (so the moves are ``evaluate.py``'s on the same map); per step the frame (None
+    unless ``env`` renders), observation, move and attention (the readable path's weights)."""
+    steps, choose = [], argmax_actor(policy)
+
+    def act(obs: dict, world: gym.Env) -> int:
+        action = choose(obs, world)
         with torch.no_grad():
-            logits, _, attention = policy(collate(obs), need_weights=True)
-        action = int(logits.argmax(-1))
-        graph = env.unwrapped.graph
-        steps.append({"frame": env.render() if env.render_mode else None, "obs": obs, "action": action,
-                      "positions": graph.positions().copy(), "probs": attention.pointer[0].numpy(),
+            _, _, attention = policy(collate(obs), need_weights=True)
+        steps.append({"frame": world.render() if world.render_mode else None, "obs": obs, "action": action,
+                      "positions": world.graph.positions().copy(), "probs": attention.pointer[0].numpy(),
                       "encoder": [w[0].numpy() for w in attention.encoder]})
-        obs, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            return steps
+        return action
+
+    run_episode(env, act, seed, options=options)
+    return steps
 
 
 def encoder_attention(policy, steps: list[dict]) -> list[list[np.ndarray]]:
@@ -115,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, required=True, help="run folder or checkpoint file")
     parser.add_argument("--seed", type=int, default=0, help="selects the held-out map")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="change an environment setting, as evaluate.py --env, e.g. map_dir=FOLDER (repeatable)")
     parser.add_argument("--at", type=int, help="step whose attention is drawn (default: a third in)")
     parser.add_argument("--query", type=int, help="query node for the map picture (default: the robot's)")
     parser.add_argument("--out", type=Path, default=Path("viz_out"))
@@ -152,8 +160,17 @@ def main(argv: list[str] | None = None) -> int:
         if label_of(path) in (label_of(args.checkpoint), *others):
             parser.error(f"--compare {path}: another checkpoint is already named {label_of(path)!r}")
         others[label_of(path)] = other
-    env = make_env(config.env, render_mode="rgb_array")
-    steps = record_episode(policy, env, eval_episode_seed(args.seed, 0))
+    try:
+        env_config = with_env_overrides(config.env, args.env)
+    except ConfigError as error:
+        parser.error(f"--env: {error}")
+    per_map = env_config.kwargs.get("map_dir") is not None  # a map folder: map i of it, as evaluate.py plays
+
+    def options(i: int) -> dict | None:
+        return {"map_index": i} if per_map else None
+
+    env = make_env(env_config, render_mode="rgb_array")
+    steps = record_episode(policy, env, eval_episode_seed(args.seed, 0), options(0))
     env.close()
     at = len(steps) // 3 if args.at is None else args.at
     if not 0 <= at < len(steps):
@@ -185,9 +202,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}/heads_compared_layer*.png")
         episodes = [steps]
         if args.maps > 1:
-            env = make_env(config.env)  # nothing is drawn from these maps: no frames, only observations kept
+            env = make_env(env_config)  # nothing is drawn from these maps: no frames, only observations kept
             for i in range(1, args.maps):
-                steps_i = record_episode(policy, env, eval_episode_seed(args.seed, i))
+                steps_i = record_episode(policy, env, eval_episode_seed(args.seed, i), options(i))
                 episodes.append([{"obs": step["obs"]} for step in steps_i])
             env.close()
         print(disagreement_table(policies, episodes))

@@ -133,3 +133,29 @@ def test_maps_without_compare_is_a_usage_error(smoke_run, tmp_path, capsys):
         visualize.main(["--checkpoint", str(smoke_run), "--compare", str(smoke_run / "checkpoint_000001.pt"),
                         "--maps", "0", "--out", str(tmp_path)])
     assert "--maps must be >= 1, got 0" in capsys.readouterr().err
+
+
+def test_the_drawn_episode_takes_evaluates_moves_on_the_same_map(smoke_run, tmp_path):
+    """One runner: visualize.py's moves are those evaluate.py's argmax actor takes, map for map,
+    also on a map folder through --env (episode i plays map i)."""
+    from rl.envs import make_env, with_env_overrides
+    from rl.evaluation import argmax_actor, run_episode
+    from tests.map_folders import write_maps
+
+    policy, config = load_policy(smoke_run)
+    folder = write_maps(tmp_path / "maps", {"a.png": (16, 16), "b.png": (20, 16)})
+    for overrides, options in (([], None), ([f"map_dir={folder}"], {"map_index": 1})):
+        env = make_env(with_env_overrides(config.env, overrides))
+        taken, choose = [], argmax_actor(policy)
+
+        def act(obs, world):
+            taken.append(choose(obs, world))
+            return taken[-1]
+
+        result, _ = run_episode(env, act, seed=5, options=options)
+        steps = visualize.record_episode(policy, env, seed=5, options=options)
+        assert [step["action"] for step in steps] == taken and len(taken) == result.steps
+    out = tmp_path / "out"
+    assert visualize.main(["--checkpoint", str(smoke_run), "--out", str(out), "--env", f"map_dir={folder}",
+                           "--at", "0"]) == 0
+    assert (out / "pointer.gif").exists()
