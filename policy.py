@@ -73,7 +73,8 @@ class PolicyNet(nn.Module):
     ``need_weights=True`` it returns ``(logits, value, AttentionWeights)``.
 
     Parameters sit under ``actor_trunk.`` (embedding, encoder, decoder), ``pointer.`` and
-    ``value_head.``, plus ``critic_trunk.`` when ``separate_critic``.
+    ``value_head.``, plus ``critic_trunk.`` when ``separate_critic``. The reference's weights load
+    with ``reference_weights.load_reference_weights``.
     """
 
     def __init__(self, config: ModelConfig, n_node_features: int = N_NODE_FEATURES):

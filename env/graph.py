@@ -13,8 +13,9 @@ valid edge stays valid: edges, nodes and indices only grow.
 Per-node utility (the reference's "observable frontiers") counts the frontier cells within
 ``utility_range`` whose sight line from the node runs over known-free cells only.
 
-The guidepost (large-scale-DRL-exploration's name) is the shortest graph path from the robot's
-node to the nearest node with utility: the route a nearest-frontier planner would take.
+The guidepost is the shortest graph path from the robot's node to the nearest node with utility:
+the route a nearest-frontier planner would take. (In large-scale-DRL-exploration at 8aabb0d the
+column named ``guidepost`` is the visited flag; docs/reading-guide.md, "Node features".)
 """
 from __future__ import annotations
 

@@ -27,9 +27,10 @@ OBSERVATION_KEYS = (NODE_FEATURES, NODE_MASK, NEIGHBORS, CURRENT_INDEX, ACTION_M
 
 # Columns of ``node_features``. Positions are relative to the robot and divided by the map's
 # larger side, so they lie in [-1, 1]; utility is divided by its normaliser and clipped to [0, 1];
-# ``visited`` is 1 for nodes the robot has stood on; ``guidepost`` is 1 for the nodes of the
-# shortest path from the robot to the nearest node with utility (robot's node excluded), as in
-# large-scale-DRL-exploration.
+# ``visited`` is 1 for nodes the robot has stood on (the reference's ``guidepost`` column means
+# this); ``guidepost`` here is 1 for the nodes of the shortest path from the robot to the nearest
+# node with utility (robot's node excluded), the meaning later marmotlab code gives the name
+# (docs/reading-guide.md, "Node features").
 NODE_FEATURE_NAMES = ("rel_x", "rel_y", "utility", "visited", "guidepost")
 N_NODE_FEATURES = len(NODE_FEATURE_NAMES)
 

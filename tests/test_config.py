@@ -1,11 +1,15 @@
 """Typed configuration: YAML files, dotted overrides, and errors that name the key."""
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from config import Config, ConfigError, ModelConfig, load_config, save_config
+from config import (ATTENTION_IMPLS, Config, ConfigError, ModelConfig, flat_settings, from_dict, load_config,
+                    read_yaml_file, save_config)
 
-CONFIGS = sorted(Path(__file__).parents[1].joinpath("configs").glob("*.yaml"))
+CONFIG_DIR = Path(__file__).parents[1] / "configs"
+CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
@@ -37,7 +41,7 @@ def test_unknown_key_is_named_with_the_valid_ones():
         ("model.separate_critic=1", r"'model.separate_critic' must be of type bool"),
         ("model.attention_impl=flash", r"'model.attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbours', 'auto'\]"),
         ("model=3", r"'model' is a section"),
-        ("model.n_heads=3", r"model.n_heads=3 must divide model.embed_dim=128; allowed head counts: \[1, 2, 4, 8"),
+        ("model.n_heads=3", r"model.n_heads=3 must divide model.embed_dim=64; allowed head counts: \[1, 2, 4, 8, 16"),
         ("model.n_layers=0", r"model.n_layers must be >= 1"),
         ("n_heads", r"must look like key=value"),
     ],
@@ -60,8 +64,40 @@ def test_saved_config_loads_back_identical(tmp_path):
     assert load_config(tmp_path / "config.yaml") == config
 
 
-def test_defaults_are_the_reference_sizes():
-    assert ModelConfig() == ModelConfig(embed_dim=128, n_heads=8, n_layers=6, ff_dim=512)
+def test_the_defaults_are_the_default_run_and_its_file_states_only_its_name():
+    assert ModelConfig() == ModelConfig(embed_dim=64, n_heads=4, n_layers=6, ff_dim=256)
+    assert read_yaml_file(CONFIG_DIR / "default.yaml") == {}  # comments only
+    assert load_config(CONFIG_DIR / "default.yaml") == Config() and Config().run.name == "default"
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_a_config_file_states_only_what_differs_from_the_defaults(path):
+    defaults = flat_settings(Config())
+    stated = flat_settings(from_dict(Config, read_yaml_file(path)))
+    written = {f"{section}.{key}" if isinstance(values, dict) else section
+               for section, values in read_yaml_file(path).items()
+               for key in (values if isinstance(values, dict) else [None])}
+    repeated = sorted(key for key in written if key != "env.kwargs" and stated[key] == defaults[key])
+    assert not repeated, f"{path.name} repeats defaults: {repeated}"
+
+
+def test_smoke_runs_the_default_runs_collector_and_bootstrap():
+    smoke, default = load_config(CONFIG_DIR / "smoke.yaml"), load_config(CONFIG_DIR / "default.yaml")
+    assert (smoke.env.vector, smoke.ppo.gae_values) == (default.env.vector, default.ppo.gae_values) \
+        == ("async", "greedy_rollout")
+    assert (smoke.ppo.gamma, smoke.model.attention_impl) == (default.ppo.gamma, default.model.attention_impl)
+
+
+def test_loading_a_config_imports_no_torch():
+    code = "import sys, config; config.load_config('configs/dungeon.yaml'); print('torch' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=CONFIG_DIR.parent, capture_output=True, text=True,
+                            check=True)
+    assert loaded.stdout.strip() == "False"
+
+
+def test_the_attention_names_are_the_encoders():
+    from encoder.attention import ATTENTION
+    assert ATTENTION_IMPLS == tuple(ATTENTION)
 
 
 @pytest.mark.parametrize("override, message", [

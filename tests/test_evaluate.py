@@ -91,8 +91,10 @@ def test_a_bad_map_in_the_folder_is_refused_before_any_episode(tmp_path, capsys,
 
     monkeypatch.setattr(evaluate, "evaluate_actors", no_episodes)
     folder = write_maps(tmp_path / "maps")
-    Image.fromarray(np.zeros((12, 12), dtype=np.uint8)).save(folder / "4.png")
-    (folder / "4.png").write_bytes((folder / "4.png").read_bytes()[:-30])  # cut short: its header still reads
+    Image.fromarray(np.arange(144, dtype=np.uint8).reshape(12, 12)).save(folder / "4.png")
+    damaged = bytearray((folder / "4.png").read_bytes())
+    damaged[-20] ^= 0xFF  # a byte of the pixel data: the header reads, the checksum does not match
+    (folder / "4.png").write_bytes(bytes(damaged))
     with pytest.raises(SystemExit):
         evaluate.main(["--policy", "greedy", "--config", str(SMOKE), "--env", f"map_dir={folder}"])
     assert re.search(r"--env: .*4\.png: not a readable image", capsys.readouterr().err)

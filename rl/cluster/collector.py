@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import ray
 import torch
-from ray.exceptions import RayActorError
+from ray.exceptions import ActorUnavailableError, RayActorError
 from torch import nn
 
 from config import Config
@@ -39,6 +39,11 @@ log = logging.getLogger(__name__)
 RESTARTS_PER_ROLLOUT = 3
 """A worker that dies more often than this within one rollout stops the run (something is wrong
 with the machine or the env, not a passing failure)."""
+RESTART_WAIT_S = 300.0
+"""How long a restarting worker may stay unavailable within one rollout before the run stops. A
+restart starts a new process that imports torch: seconds alone, much longer on a loaded machine."""
+RETRY_EVERY_S = 1.0
+"""Pause before asking a restarting worker again."""
 
 
 class SliceRollout(NamedTuple):
@@ -114,18 +119,27 @@ class RayCollector:
         pending = {w: worker.collect.remote(weights_ref, self.places[w]) for w, worker in enumerate(self.workers)}
         parts: dict[int, SliceRollout] = {}
         deaths = dict.fromkeys(pending, 0)
+        restarting_since: dict[int, float] = {}  # worker -> when it died last
         while pending:
             w, ref = next(iter(pending.items()))
             try:
                 parts[w] = ray.get(ref)
                 del pending[w]
             except RayActorError as error:
-                deaths[w] += 1
-                if deaths[w] > RESTARTS_PER_ROLLOUT:
-                    raise RuntimeError(f"rollout worker {w} (envs {self.slices[w].start}-{self.slices[w].stop - 1}) "
-                                       f"died {deaths[w]} times in one rollout; last: {error}") from None
-                log.warning("rollout worker %d (envs %d-%d) died mid-rollout; Ray restarts it, its envs are "
-                            "replayed and its share collected again", w, self.slices[w].start, self.slices[w].stop - 1)
+                if isinstance(error, ActorUnavailableError) and w in restarting_since:  # not up again yet
+                    if time.monotonic() - restarting_since[w] > RESTART_WAIT_S:
+                        raise RuntimeError(f"rollout worker {w} has been restarting for more than "
+                                           f"{RESTART_WAIT_S:.0f} s; last: {error}") from None
+                    time.sleep(RETRY_EVERY_S)
+                else:  # its process died: Ray restarts it
+                    deaths[w] += 1
+                    if deaths[w] > RESTARTS_PER_ROLLOUT:
+                        raise RuntimeError(f"rollout worker {w} (envs {self.slices[w].start}-{self.slices[w].stop - 1}) "
+                                           f"died {deaths[w]} times in one rollout; last: {error}") from None
+                    log.warning("rollout worker %d (envs %d-%d) died mid-rollout; Ray restarts it, its envs are "
+                                "replayed and its share collected again", w, self.slices[w].start,
+                                self.slices[w].stop - 1)
+                    restarting_since[w] = time.monotonic()
                 pending[w] = self.workers[w].collect.remote(weights_ref, self.places[w])  # waits for the restart
         for w, part in parts.items():
             if part.built and self.collected[w]:  # its process died, now or since the last rollout: rebuilt by replay

@@ -86,9 +86,48 @@ def test_implementations_agree_in_outputs_weights_and_gradients(n_heads):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("density", ["sparse", "dense"])
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
-def test_fully_masked_rows_are_exact_zeros_without_nan(n_heads, impl, dtype):
+def test_padding_rows_are_exact_zeros_on_the_path_training_takes(n_heads, impl, density, dtype):
+    """need_weights=False, as in training, so each implementation runs its own path: SDPA's kernel,
+    the C++ kernel (``neighbours``; ``auto`` on the sparse mask, on the CPU), PyG's scatter
+    (``sparse``). A padding row's output, and every gradient of a loss on padding rows alone, are
+    exact zeros. On the CPU, where this runs (on a GPU ``neighbours`` and ``auto`` hand over to SDPA)."""
+    from encoder.attention import prefers_neighbours
+
+    # 40 nodes; about 1 key in 10 allowed ("sparse": auto takes the kernel) or 9 in 10 ("dense": SDPA).
+    g = torch.Generator().manual_seed(1)
+    q, kv = torch.randn(2, 40, D, generator=g), torch.randn(2, 40, D, generator=g)
+    mask = torch.rand(2, 40, 40, generator=g) < (0.1 if density == "sparse" else 0.9)
+    mask[:, :, 0] = True
+    padding = torch.zeros(2, 40, dtype=torch.bool)
+    padding[0, 1] = padding[1, -1] = padding[1, 7] = True
+    mask[padding] = False
+    assert prefers_neighbours(mask) == (density == "sparse")
+
+    module = attention_module(n_heads, impl).to(dtype)
+    q, kv = q.to(dtype).requires_grad_(), kv.to(dtype).requires_grad_()
+    out, weights = module(q, kv, kv, mask=mask)
+    assert weights is None
+    inputs = [q, kv, *module.parameters()]
+    from_padding = torch.autograd.grad(out[padding].float().sum(), inputs, retain_graph=True)
+    from_all = torch.autograd.grad(out.float().square().sum(), inputs)
+    zeros = torch.zeros(3, D, dtype=dtype)
+    assert torch.equal(out[padding], zeros)
+    for grad in from_padding:  # nothing flows back from a padding row, to inputs or weights
+        assert torch.equal(grad, torch.zeros_like(grad))
+    assert torch.equal(from_all[0][padding], zeros)
+    for tensor in (out, *from_all):
+        assert torch.isfinite(tensor).all()
+    assert from_all[0].abs().sum() > 0  # the real rows do have gradients: the check is not vacuous
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("impl", ATTENTION_IMPLS)
+@pytest.mark.parametrize("n_heads", HEAD_COUNTS)
+def test_padding_rows_are_exact_zeros_with_weights(n_heads, impl, dtype):
+    """need_weights=True (heat maps): ``sdpa``, ``neighbours`` and ``auto`` take the reference path here."""
     module = attention_module(n_heads, impl).to(dtype)
     q, kv, mask = make_inputs()
     q, kv = q.to(dtype).requires_grad_(), kv.to(dtype).requires_grad_()

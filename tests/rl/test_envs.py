@@ -48,10 +48,13 @@ def test_replaying_episode_numbers_and_actions_restores_every_env(vector):
         np.testing.assert_array_equal(restored[key][0], obs[key][1], err_msg=key)
 
 
-def test_the_cli_check_decodes_every_map_of_a_folder_and_the_envs_only_read_headers(tmp_path):
+def test_the_cli_check_reads_every_map_of_a_folder_whole_and_the_envs_only_read_headers(tmp_path):
     folder = write_maps(tmp_path / "maps")
-    Image.fromarray(np.zeros((12, 12), dtype=np.uint8)).save(folder / "20.png")  # all walls
+    Image.fromarray(np.arange(144, dtype=np.uint8).reshape(12, 12)).save(folder / "20.png")
+    damaged = bytearray((folder / "20.png").read_bytes())
+    damaged[-20] ^= 0xFF  # a byte of the pixel data: the header reads, the checksum does not match
+    (folder / "20.png").write_bytes(bytes(damaged))
     config = EnvConfig(kwargs={"map_dir": str(folder), "max_steps": 4}, num_envs=1)
-    with pytest.raises(ConfigError, match=r"20\.png: the map has no free cell"):
+    with pytest.raises(ConfigError, match=r"20\.png: not a readable image"):
         check_env_config(config)
-    make_envs(config, run_seed=0).close()  # built from headers: the bad map is met only if played
+    make_envs(config, run_seed=0, vector="sync").close()  # built from headers: the bad map is met only if played

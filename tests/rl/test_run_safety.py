@@ -39,6 +39,23 @@ def test_the_lock_of_a_killed_training_is_stale_and_does_not_block(tmp_path):
     RunLock(tmp_path).acquire().release()
 
 
+def test_a_forked_child_outliving_a_killed_training_does_not_hold_its_folder(tmp_path):
+    """Async env workers are forked children: they must not keep the lock of a SIGKILLed training."""
+    holder = subprocess.Popen([sys.executable, "-c", "import os, sys, time; from rl.run_lock import RunLock; "
+                               f"RunLock({str(tmp_path)!r}).acquire(); child = os.fork()\n"
+                               "if child == 0:\n    print(os.getpid(), flush=True); time.sleep(60); os._exit(0)\n"
+                               "time.sleep(60)"],
+                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    child = int(holder.stdout.readline())  # the child runs: its fork handlers have run
+    holder.kill()
+    holder.wait()
+    try:
+        os.kill(child, 0)  # the child is still alive
+        RunLock(tmp_path).acquire().release()
+    finally:
+        os.kill(child, signal.SIGKILL)
+
+
 def scalar_steps(run_dir, tag="losses/policy_loss"):
     events = EventAccumulator(str(run_dir), size_guidance={"scalars": 0})
     events.Reload()

@@ -176,7 +176,7 @@ def test_gae_bootstraps_from_the_configured_values(tmp_path, gae_values, monkeyp
     collect_for_real = VectorEnvCollector.collect
     monkeypatch.setattr("rl.trainer.compute_gae", spy)
     monkeypatch.setattr(VectorEnvCollector, "collect", collect)
-    overrides = (f"ppo.gae_values={gae_values}", "run.image_every=0", "env.kwargs.max_steps=8")
+    overrides = (f"ppo.gae_values={gae_values}", "run.image_every=0", "env.kwargs.max_steps=8", "env.vector=sync")
     trainer = Trainer.create(smoke_config(tmp_path, *overrides), tmp_path)
     trainer.train(max_updates=1)
     rollout = seen["rollout"]
