@@ -5,12 +5,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: train test bench clean
+.PHONY: setup train test bench clean
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
+
+setup: $(STAMP)
 
 train: $(STAMP)
 	$(PY) train.py --config configs/default.yaml $(ARGS)
