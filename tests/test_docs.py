@@ -222,3 +222,9 @@ def test_each_class_lives_in_the_file_the_guide_gives():
 def test_the_checker_catches_a_wrong_name(span, problem):
     found = check_span(span)
     assert found is None if problem is None else (found is not None and problem in found)
+
+
+def test_the_readme_stays_a_short_users_document():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; at most 250 (the rest belongs in docs/)"
+    assert lines[3].startswith("make train") and lines[4].startswith("make test")  # the first two commands

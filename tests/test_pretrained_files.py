@@ -1,0 +1,47 @@
+"""The agents shipped in pretrained/: small, safe to load, and each plays a map on a fresh clone."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from rl.envs import make_env, with_env_overrides
+from rl.evaluation import argmax_actor, load_policy, run_episode
+from rl.pretrained import FORMAT
+from tests.helpers import ROOT
+
+SHIPPED = ["default.pt", "dungeon.pt"]
+MAX_BYTES = 5_000_000
+
+
+def floor_plan(path: Path) -> None:
+    """A 240 x 320 px plan in the reference's colours (walls grey 127, floor grey 195), two rooms
+    joined by a door, with the start marker's yellow (255, 216, 0) in the left room."""
+    grey = np.full((240, 320), 127, dtype=np.uint8)
+    grey[16:224, 16:152] = 195
+    grey[16:224, 168:304] = 195
+    grey[100:140, 152:168] = 195  # the door
+    rgb = np.stack([grey] * 3, axis=-1)
+    rgb[60:68, 60:68] = (255, 216, 0)
+    Image.fromarray(rgb).save(path)
+
+
+def test_both_agents_are_shipped_small_and_load_without_pickled_code():
+    for name in SHIPPED:
+        path = ROOT / "pretrained" / name
+        assert path.stat().st_size < MAX_BYTES, name
+        state = torch.load(path, weights_only=True)
+        assert state["format"] == FORMAT and sorted(state) == ["config", "format", "model", "trained"]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_agent_plays_a_map(name, tmp_path):
+    policy, config = load_policy(ROOT / "pretrained" / name)
+    overrides = []
+    if "map_dir" in config.env.kwargs:  # the floor-plan agent: a plan of the reference's kind, made here
+        floor_plan(tmp_path / "plan.png")
+        overrides = [f"map_dir={tmp_path}", "map_split=all"]
+    env = make_env(with_env_overrides(config.env, overrides))
+    result, _ = run_episode(env, argmax_actor(policy), seed=1, options={"map_index": 0} if overrides else None)
+    assert result.success and result.coverage >= 0.99
