@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="start a new run from these weights (a run folder, a checkpoint or a pretrained "
                              "file; same model config): run.init_from")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. model.n_heads=2")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # overrides may come before or after --init-from
     trainer = None
     try:
         if args.resume:

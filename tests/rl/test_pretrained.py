@@ -73,6 +73,13 @@ def test_init_from_weights_of_another_network_is_refused_before_anything_is_writ
         Trainer.create(smoke_config(run_dir, "model.n_heads=1", f"run.init_from={smoke_run}"), run_dir)
 
 
+def test_overrides_may_follow_init_from(smoke_run, tmp_path):
+    run_dir = tmp_path / "new"
+    assert train.main(["--config", str(SMOKE), "--init-from", str(smoke_run), f"run.run_dir={run_dir}",
+                       "ppo.total_timesteps=32", "run.image_every=0"]) == 0
+    assert load_checkpoint(latest_checkpoint(run_dir))["update"] == 1
+
+
 def test_resume_takes_no_init_from(smoke_run, capsys):
     with pytest.raises(SystemExit):
         train.main(["--resume", str(smoke_run), "--init-from", str(smoke_run)])
