@@ -45,7 +45,7 @@ from graph_batch import collate
 from rl.atomic import check_writable
 from config import ConfigError
 from rl.envs import make_env, with_env_overrides
-from rl.evaluation import argmax_actor, load_policy, run_episode
+from rl.evaluation import argmax_actor, episode_options, load_policy, run_episode
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
 from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreement, pointer_overlay
@@ -164,13 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         env_config = with_env_overrides(config.env, args.env)
     except ConfigError as error:
         parser.error(f"--env: {error}")
-    per_map = env_config.kwargs.get("map_dir") is not None  # a map folder: map i of it, as evaluate.py plays
-
-    def options(i: int) -> dict | None:
-        return {"map_index": i} if per_map else None
-
     env = make_env(env_config, render_mode="rgb_array")
-    steps = record_episode(policy, env, eval_episode_seed(args.seed, 0), options(0))
+    steps = record_episode(policy, env, eval_episode_seed(args.seed, 0), episode_options(env_config, 0))
     env.close()
     at = len(steps) // 3 if args.at is None else args.at
     if not 0 <= at < len(steps):
@@ -204,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.maps > 1:
             env = make_env(env_config)  # nothing is drawn from these maps: no frames, only observations kept
             for i in range(1, args.maps):
-                steps_i = record_episode(policy, env, eval_episode_seed(args.seed, i), options(i))
+                steps_i = record_episode(policy, env, eval_episode_seed(args.seed, i), episode_options(env_config, i))
                 episodes.append([{"obs": step["obs"]} for step in steps_i])
             env.close()
         print(disagreement_table(policies, episodes))

@@ -89,6 +89,12 @@ def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False, optio
             return result, frames
 
 
+def episode_options(env_config: EnvConfig, episode: int) -> dict | None:
+    """The ``reset`` options of held-out episode ``episode``: with a ``map_dir``, map ``episode`` of
+    the collection's order (each map once); None for procedural maps, which follow the seed."""
+    return {"map_index": episode} if env_config.kwargs.get("map_dir") is not None else None
+
+
 def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes: int, seed: int,
                     gif: Path | None = None, progress: bool = True, first_episode: int = 0
                     ) -> dict[str, list[EpisodeResult]]:
@@ -101,8 +107,7 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
     env = make_env(env_config, render_mode="rgb_array" if gif else None)
     indices = range(first_episode, first_episode + episodes)
     seeds = [eval_episode_seed(seed, i) for i in indices]
-    per_map = env_config.kwargs.get("map_dir") is not None
-    options = [{"map_index": i} if per_map else None for i in indices]
+    options = [episode_options(env_config, i) for i in indices]
     results: dict[str, list[EpisodeResult]] = {}
     first = next(iter(actors))
     with tqdm(total=len(actors) * episodes, unit="episode", desc="evaluating", disable=not progress) as bar:

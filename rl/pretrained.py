@@ -67,9 +67,8 @@ def pretrained_state(source: Path, env_overrides: tuple[str, ...] = ()) -> dict[
         apply_override(kwargs, override)
     GridExploreConfig.from_kwargs(**kwargs)  # a key or value the env refuses: ValueError, before writing
     config = replace(config, env=replace(config.env, kwargs=kwargs))
-    trained = {"from": path.name, "update": int(state.get("update", -1)), "global_step": int(state.get("global_step", -1))}
-    if state.get("format") == FORMAT:
-        trained = state["trained"]
+    trained = state["trained"] if state.get("format") == FORMAT else {  # a checkpoint: where it stands
+        "from": path.name, "update": int(state["update"]), "global_step": int(state["global_step"])}
     return {"format": FORMAT, "model": {key: value.detach().clone().float() for key, value in state["model"].items()},
             "config": asdict(config), "trained": trained}
 
