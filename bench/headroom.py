@@ -3,8 +3,9 @@
     python -m bench.headroom [--episodes 40] [--seed 0] [--config configs/default.yaml]
                              [--env KEY=VALUE ...] [--json headroom.json]
 
-A lookahead tries every valid move in a copy of the env and plays greedy to the end of the episode
-from there; it takes the move whose finished episode travelled least. Two copies are compared:
+A lookahead (``env.lookahead``) tries every valid move in a copy of the env and plays greedy to the
+end of the episode from there; it takes the move whose finished episode travelled least. Two
+copies are compared:
 
 - ``oracle``: ``GridExploreEnv.lookahead_copy``, which holds the true map. No policy can match it; it
   shows how much shorter than greedy's a route can be on these maps, i.e. the room above greedy.
@@ -17,7 +18,7 @@ Runs nearest frontier, greedy and both lookaheads on the held-out maps of ``eval
 ``--config``'s env, changed by ``--env`` as there; with a ``map_dir``, episode i plays map i) and
 prints the per-map travel ratios; ``--json`` keeps every episode, as ``evaluate.py --json`` does,
 for ``compare.py``. A lookahead costs about (valid moves) x (moves left) env steps per step: on the
-reference's floor plans (``configs/dungeon.yaml``) some 20 s an episode.
+reference's floor plans (``configs/dungeon.yaml``) about 1 s an episode.
 """
 from __future__ import annotations
 
@@ -25,46 +26,15 @@ import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the modu
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 from config import load_config
-from env.baselines import Policy, greedy, nearest_frontier
-from env.greedy_value import play_greedy
-from env.grid_explore import GridExploreEnv
-from env.observation import ACTION_MASK
+from env.baselines import greedy, nearest_frontier
+from env.lookahead import belief_lookahead, greedy_lookahead_oracle
 from rl.atomic import atomic_write_text
 from rl.envs import with_env_overrides
 from rl.evaluation import evaluate_actors, evaluation_report, map_dir_size, travel_ratio
 from stats import format_mean_ci
-
-
-def travel_after(world: GridExploreEnv, slot: int) -> float:
-    """Travel at the end of the episode if the robot takes ``slot`` in ``world`` and then plays
-    greedy; infinite if the step limit comes first. ``world`` itself is left as it was."""
-    world = world.lookahead_copy()
-    obs, _, terminated, truncated, _ = world.step(slot)
-    if not (terminated or truncated):
-        _, _, terminated = play_greedy(world, obs, world.config.max_steps - world.steps)
-    return world.travel_distance if terminated else float("inf")
-
-
-def greedy_lookahead(imagine: Callable[[GridExploreEnv], GridExploreEnv]) -> Policy:
-    """The policy taking the valid move after which greedy finishes with the least travel in the
-    world ``imagine(env)`` (ties: lowest slot)."""
-    def act(obs: dict, env: GridExploreEnv) -> int:
-        world = imagine(env)
-        slots = np.flatnonzero(obs[ACTION_MASK])
-        return int(slots[np.argmin([travel_after(world, int(slot)) for slot in slots])])
-    return act
-
-
-greedy_lookahead_oracle = greedy_lookahead(lambda env: env)
-"""Looks ahead in the true world (``travel_after`` copies it)."""
-belief_lookahead = greedy_lookahead(GridExploreEnv.belief_world_copy)
-"""Looks ahead in what the robot knows, the unknown taken as walls."""
 
 
 def main() -> None:

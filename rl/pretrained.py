@@ -58,6 +58,13 @@ def _loads(path: Path) -> bool:
         return False
 
 
+def weights_file(model: dict[str, torch.Tensor], config: Config, trained: dict[str, Any]) -> dict[str, Any]:
+    """A pretrained file's content: ``model``'s tensors (fp32 copies), the resolved ``config`` and
+    ``trained``, where the weights came from."""
+    return {"format": FORMAT, "model": {key: value.detach().clone().float() for key, value in model.items()},
+            "config": asdict(config), "trained": trained}
+
+
 def pretrained_state(source: Path, env_overrides: tuple[str, ...] = ()) -> dict[str, Any]:
     """The pretrained file's content for the weights at ``source``, its env changed by
     ``env_overrides`` (``KEY=VALUE``, not checked against this machine's files)."""
@@ -69,8 +76,7 @@ def pretrained_state(source: Path, env_overrides: tuple[str, ...] = ()) -> dict[
     config = replace(config, env=replace(config.env, kwargs=kwargs))
     trained = state["trained"] if state.get("format") == FORMAT else {  # a checkpoint: where it stands
         "from": path.name, "update": int(state["update"]), "global_step": int(state["global_step"])}
-    return {"format": FORMAT, "model": {key: value.detach().clone().float() for key, value in state["model"].items()},
-            "config": asdict(config), "trained": trained}
+    return weights_file(state["model"], config, trained)
 
 
 def export(source: Path, out: Path, env_overrides: tuple[str, ...] = ()) -> int:

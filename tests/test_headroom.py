@@ -4,7 +4,7 @@ import gymnasium as gym
 import pytest
 
 import env  # noqa: F401  (registers the envs)
-from bench.headroom import belief_lookahead, greedy_lookahead_oracle
+from env.lookahead import belief_lookahead, greedy_lookahead_oracle
 from env.baselines import greedy
 from rl.evaluation import run_episode
 

@@ -1,0 +1,85 @@
+"""Lookahead on the true map: the cost of every move when greedy finishes the episode after it.
+
+For a state s and a valid slot a, the *lookahead cost* is
+
+.. math::
+
+    C(s, a) = \\text{travel at the end of the episode if the robot takes } a \\text{ and greedy then plays to completion}
+
+played in a copy of the env (``GridExploreEnv.lookahead_copy``), which holds the true map: the
+cost is privileged, known to a planner that sees the map and never to the policy. Its argmin is
+the move of the *oracle* (``greedy_lookahead_oracle``), the one-step policy improvement of greedy
+with the map known, which travels about 0.84 of greedy's distance on procedural maps and on the
+reference's floor plans (docs/results.md, sections 3 and 8): the room above greedy.
+
+Three users: ``bench.headroom`` plays the oracle and the same lookahead in the robot's belief;
+``LookaheadCosts`` reports C(s, .) for every state an env visits, and ``rl.imitation`` trains the
+policy to take the moves C prices lowest. A cost plays some (valid moves) x (moves left) env steps:
+about 30 ms a state on the floor plans of ``configs/dungeon.yaml``, 2 cores giving some 60 states/s.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from env.baselines import Policy
+from env.greedy_value import play_greedy
+from env.grid_explore import GridExploreEnv
+from env.observation import ACTION_MASK
+
+LOOKAHEAD_COSTS = "lookahead_costs"
+"""The ``info`` key of C(s, .) for the state the env is in after this reset or step."""
+
+
+def travel_after(world: GridExploreEnv, slot: int) -> float:
+    """C(s, slot): the travel at the end of the episode if the robot takes ``slot`` in ``world``
+    and then plays greedy; infinite if the step limit comes first. ``world`` is left as it was."""
+    world = world.lookahead_copy()
+    obs, _, terminated, truncated, _ = world.step(slot)
+    if not (terminated or truncated):
+        _, _, terminated = play_greedy(world, obs, world.config.max_steps - world.steps)
+    return world.travel_distance if terminated else float("inf")
+
+
+def lookahead_costs(world: GridExploreEnv, action_mask: np.ndarray) -> np.ndarray:
+    """[K] float32 C(s, k) for every slot k of the state ``world`` is in: ``travel_after`` for a
+    slot ``action_mask`` allows, infinite for one it does not."""
+    costs = np.full(len(action_mask), np.inf, dtype=np.float32)
+    for slot in np.flatnonzero(action_mask):
+        costs[slot] = travel_after(world, int(slot))
+    return costs
+
+
+def greedy_lookahead(imagine: Callable[[GridExploreEnv], GridExploreEnv]) -> Policy:
+    """The policy taking the valid move after which greedy finishes with the least travel in the
+    world ``imagine(env)`` (ties: lowest slot)."""
+    def act(obs: dict, env: gym.Env) -> int:
+        return int(np.argmin(lookahead_costs(imagine(env.unwrapped), obs[ACTION_MASK])))
+    return act
+
+
+greedy_lookahead_oracle = greedy_lookahead(lambda env: env)
+"""The oracle: looks ahead in the true world (``travel_after`` copies it)."""
+belief_lookahead = greedy_lookahead(GridExploreEnv.belief_world_copy)
+"""Looks ahead in what the robot knows, the unknown taken as walls."""
+
+
+class LookaheadCosts(gym.Wrapper):
+    """Adds ``info["lookahead_costs"]``, C(s, .) of the state after each reset and step ([K]
+    float32, infinite for masked slots; all infinite once the episode is over)."""
+
+    def reset(self, **kwargs: Any):
+        obs, info = self.env.reset(**kwargs)
+        return obs, {**info, LOOKAHEAD_COSTS: self._costs(obs, over=False)}
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, terminated, truncated, {**info, LOOKAHEAD_COSTS: self._costs(obs, terminated or truncated)}
+
+    def _costs(self, obs: dict, over: bool) -> np.ndarray:
+        if over:  # the final state: no move follows it
+            return np.full(len(obs[ACTION_MASK]), np.inf, dtype=np.float32)
+        return lookahead_costs(self.env.unwrapped, obs[ACTION_MASK])

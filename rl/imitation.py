@@ -1,0 +1,254 @@
+"""Imitation of the true-map lookahead, DAgger style: a start for PPO where greedy is hard to beat.
+
+    python -m rl.imitation --config configs/dungeon.yaml --out runs/imitation [--init-from WEIGHTS]
+        [--rounds 4] [--states 20000] [--epochs 3] [--validation-maps 100] [KEY=VALUE ...]
+
+PPO learns from one sampled move per state and that move's gain over greedy's (GAE on greedy's
+value, ``rl.bootstrap``). The lookahead prices every valid move of a state on the true map
+(``env.lookahead``: C(s, a), the travel when the robot takes a and greedy finishes), for some
+30 ms a state on the floor plans, computed in the env workers. Each round of this program:
+
+1. **collect**: the current policy plays, sampling its moves, in ``env.num_envs`` envs of the
+   config on its training maps; every state visited is kept with C(s, .) (DAgger: the states are
+   the learner's own, the labels the oracle's);
+2. **train**: ``--epochs`` passes of minibatch Adam over every state collected so far, minimising
+   the policy's expected regret in node spacings, less an entropy bonus,
+
+   .. math::
+
+       L = \\mathbb{E}_s \\Big[ \\sum_a \\pi(a \\mid s) \\, \\frac{C(s, a) - \\min_b C(s, b)}{\\text{spacing}}
+           \\Big] - c_H \\, \\mathbb{E}_s \\big[ H(\\pi(\\cdot \\mid s)) \\big]
+
+   Its minimiser takes the move whose cost is least in expectation over the maps the
+   observation allows, the best a policy that does not see the map can do; cross-entropy to the
+   oracle's move would teach the move most often best instead;
+3. **validate**: the policy's argmax on the first ``--validation-maps`` maps of the config's
+   ``map_dir`` validation split (procedural maps: held-out seeds), travel / greedy per map.
+
+After each round ``OUT/round_NN.pt`` holds the weights in the pretrained format
+(``rl.pretrained``: evaluate it, or continue with ``train.py --init-from OUT/round_NN.pt``) and
+``OUT/imitation.json`` every round's figures. Ctrl-C stops after saving nothing half-done: the
+finished rounds' files stay, and the last line names the newest.
+"""
+from __future__ import annotations
+
+import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
+
+import argparse
+import json
+import signal
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from config import Config, ConfigError, EnvConfig, load_config
+from env.baselines import greedy
+from env.lookahead import LOOKAHEAD_COSTS
+from env.observation import ACTION_MASK, NEIGHBORS
+from graph_batch import forward_each, forward_observations, one_torch_thread
+from policy import PolicyNet
+from rl.atomic import atomic_write, atomic_write_text
+from rl.checkpoint import CheckpointError
+from rl.envs import make_envs
+from rl.evaluation import AGENT, argmax_actor, evaluate_actors, map_dir_size, travel_ratio
+from rl.interrupt import StopOnSignal
+from rl.ppo import masked_policy
+from rl.pretrained import weights_file
+from rl.trainer import load_initial_weights
+
+REGRET_CAP = 10.0
+"""The regret, in node spacings, of a move after which greedy cannot finish within the step limit."""
+
+
+@dataclass
+class Labelled:
+    """States with their lookahead costs, in the env's padded layout: ``obs`` [S,...] and ``costs`` [S,K]."""
+
+    obs: dict[str, np.ndarray]
+    costs: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.costs)
+
+    @classmethod
+    def join(cls, parts: list["Labelled"]) -> "Labelled":
+        return cls({key: np.concatenate([p.obs[key] for p in parts]) for key in parts[0].obs},
+                   np.concatenate([p.costs for p in parts]))
+
+
+def regrets(costs: Tensor, spacing: float) -> Tensor:
+    """[B,K] (C(s, a) - min_b C(s, b)) / spacing; ``REGRET_CAP`` where C is infinite (a masked slot,
+    which the policy gives probability 0, or a move after which greedy cannot finish)."""
+    best = costs.min(dim=-1, keepdim=True).values
+    return torch.where(torch.isfinite(costs), (costs - best) / spacing, torch.full_like(costs, REGRET_CAP))
+
+
+def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: float) -> tuple[Tensor, dict[str, float]]:
+    """The module docstring's L for a minibatch: logits [B,K] (masked slots at the dtype's minimum,
+    as ``PolicyNet`` leaves them), costs [B,K]. Returns the loss and its parts."""
+    dist = masked_policy(logits)
+    regret = (dist.probs * regrets(costs, spacing)).sum(-1).mean()
+    entropy = dist.entropy().mean()
+    with torch.no_grad():
+        best = (regrets(costs, spacing).gather(-1, logits.argmax(-1, keepdim=True)) == 0).float().mean()
+    return regret - ent_coef * entropy, {"regret": regret.item(), "entropy": entropy.item(), "argmax_best": best.item()}
+
+
+def collect(policy: nn.Module, config: Config, n_states: int, round_index: int, stop: StopOnSignal) -> Labelled:
+    """``n_states`` states the policy visits sampling its moves, each with C(s, .). The envs of round
+    r are the run's envs ``r * num_envs ..``, so every round plays new episodes (new maps)."""
+    E = config.env.num_envs
+    envs = make_envs(config.env, config.seed, indices=range(round_index * E, (round_index + 1) * E),
+                     lookahead_costs=True)
+    generator = torch.Generator().manual_seed(config.seed * 1_000 + round_index)
+    kept_obs: list[dict[str, np.ndarray]] = []
+    kept_costs: list[np.ndarray] = []
+    policy.eval()
+    try:
+        obs, info = envs.reset()
+        costs = info[LOOKAHEAD_COSTS]
+        with tqdm(total=n_states, unit="state", desc=f"round {round_index} collect") as bar, one_torch_thread():
+            while len(kept_costs) < n_states and not stop.requested:
+                with torch.no_grad():
+                    logits, _ = forward_each(policy, obs)
+                actions = torch.multinomial(masked_policy(logits).probs, 1, generator=generator).squeeze(-1)
+                for i in np.flatnonzero(np.isfinite(costs).any(-1))[: n_states - len(kept_costs)]:
+                    kept_obs.append({key: _compact(key, value[i]) for key, value in obs.items()})
+                    kept_costs.append(costs[i])
+                    bar.update(1)
+                obs, _, _, _, info = envs.step(actions.numpy())
+                costs = info[LOOKAHEAD_COSTS]  # after an autoreset: the new episode's first state
+    finally:
+        envs.close()
+    if not kept_costs:
+        return Labelled({}, np.zeros((0, 0), np.float32))
+    return Labelled({key: np.stack([o[key] for o in kept_obs]) for key in kept_obs[0]}, np.stack(kept_costs))
+
+
+def _compact(key: str, value: np.ndarray) -> np.ndarray:
+    """Neighbour indices fit int16 (N_max < 32768); ``collate`` widens them again."""
+    return value.astype(np.int16) if key == NEIGHBORS else np.array(value)
+
+
+def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labelled, epochs: int,
+                 minibatch: int, spacing: float, ent_coef: float, size_buckets: int, seed: int,
+                 stop: StopOnSignal) -> dict[str, float]:
+    """``epochs`` shuffled passes of minibatch steps over ``data``; the last epoch's mean loss parts."""
+    policy.train()
+    generator = torch.Generator().manual_seed(seed)
+    costs = torch.from_numpy(data.costs)
+    obs = {key: torch.from_numpy(value) for key, value in data.obs.items()}
+    sums: dict[str, float] = {}
+    for epoch in range(epochs):
+        sums, batches = {}, 0
+        order = torch.randperm(len(data), generator=generator).split(minibatch)
+        for index in tqdm(order, unit="batch", desc=f"epoch {epoch + 1}/{epochs}", leave=False):
+            if stop.requested:
+                return {}
+            logits, _ = forward_observations(policy, {key: value[index] for key, value in obs.items()}, size_buckets)
+            loss, parts = imitation_loss(logits, costs[index], spacing, ent_coef)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            optimizer.step()
+            sums = {key: sums.get(key, 0.0) + value for key, value in parts.items()}
+            batches += 1
+    return {key: value / max(batches, 1) for key, value in sums.items()}
+
+
+def validation_env(env: EnvConfig) -> EnvConfig:
+    """The config's env on its map folder's validation split (procedural maps: unchanged)."""
+    if env.kwargs.get("map_dir") is None:
+        return env
+    return replace(env, kwargs={**env.kwargs, "map_split": "validation"})
+
+
+def write_round(path: Path, policy: nn.Module, config: Config, trained: dict) -> None:
+    """The round's weights as a pretrained file (``rl.pretrained``'s format)."""
+    state = weights_file(policy.state_dict(), config, trained)
+    atomic_write(path, lambda f: torch.save(state, f))
+
+
+def run(config: Config, out: Path, rounds: int, states: int, epochs: int, validation_maps: int,
+        learning_rate: float, minibatch: int, ent_coef: float, stop: StopOnSignal) -> Path | None:
+    """The rounds of the module docstring; returns the newest round file written (None if none)."""
+    policy = PolicyNet(config.model)
+    if config.run.init_from:
+        load_initial_weights(policy, config)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)
+    spacing = float(config.env.kwargs.get("node_spacing", 4))
+    held_out = validation_env(config.env)
+    n_validation = min(validation_maps, map_dir_size(held_out) or validation_maps)
+    greedy_results = evaluate_actors({"greedy": greedy}, held_out, n_validation, seed=0, progress=False)["greedy"]
+    log: list[dict] = []
+    newest, parts = None, []
+    for r in range(rounds):
+        parts.append(collect(policy, config, states, r, stop))
+        if stop.requested:
+            break
+        data = Labelled.join(parts)
+        fit = train_epochs(policy, optimizer, data, epochs, minibatch, spacing, ent_coef,
+                           config.ppo.size_buckets, config.seed * 1_000 + r, stop)
+        if stop.requested:
+            break
+        policy.eval()
+        agent = evaluate_actors({AGENT: argmax_actor(policy)}, held_out, n_validation, seed=0, progress=False)[AGENT]
+        mean, half, n = travel_ratio(agent, greedy_results)
+        success = float(np.mean([a.success for a in agent]))
+        log.append({"round": r, "states": len(data), **fit, "travel_per_greedy": [mean, half, n], "success": success})
+        print(f"round {r}: {len(data)} states; regret {fit['regret']:.3f} spacings, entropy {fit['entropy']:.3f}, "
+              f"argmax best {fit['argmax_best']:.3f}; validation travel / greedy {mean:.3f} ± {half:.3f} "
+              f"(n={n}), success {success:.2f}", flush=True)
+        newest = out / f"round_{r:02d}.pt"
+        write_round(newest, policy, config, {"from": "imitation", "round": r, "states": len(data),
+                                             "init_from": config.run.init_from})
+        atomic_write_text(out / "imitation.json", json.dumps(log, indent=2))
+    return newest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/dungeon.yaml", help="YAML file (default: %(default)s)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for round_NN.pt and imitation.json")
+    parser.add_argument("--init-from", metavar="WEIGHTS", help="start from these weights (run.init_from)")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--states", type=int, default=20_000, help="states collected per round")
+    parser.add_argument("--epochs", type=int, default=3, help="passes over all states so far, per round")
+    parser.add_argument("--validation-maps", type=int, default=100)
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--minibatch", type=int, default=256)
+    parser.add_argument("--ent-coef", type=float, default=0.01)
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. env.kwargs.map_dir=PATH")
+    args = parser.parse_intermixed_args(argv)
+    for name in ("rounds", "states", "epochs", "validation_maps", "minibatch"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
+    if not args.learning_rate > 0 or args.ent_coef < 0:
+        parser.error(f"--learning-rate must be > 0 and --ent-coef >= 0, got {args.learning_rate} and {args.ent_coef}")
+    try:
+        init = [f"run.init_from={args.init_from}"] if args.init_from else []
+        config = load_config(args.config, [*args.overrides, *init])
+        if args.out.exists() and any(args.out.iterdir()):
+            raise FileExistsError(f"{args.out} exists and is not empty: choose another --out")
+        args.out.mkdir(parents=True, exist_ok=True)
+        with StopOnSignal() as stop:
+            newest = run(config, args.out, args.rounds, args.states, args.epochs, args.validation_maps,
+                         args.learning_rate, args.minibatch, args.ent_coef, stop)
+    except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    saved = f"the newest round's weights are {newest}" if newest else "nothing was saved"
+    if stop.requested:
+        print(f"stopped by {stop.requested}; {saved}", file=sys.stderr)
+        return 128 + signal.Signals[stop.requested].value
+    print(f"done: {saved}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Lookahead costs and imitation of the lookahead (``env/lookahead.py``, ``rl/imitation.py``)."""
+import json
+import math
+import signal
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import env  # noqa: F401  (registers the envs)
+import rl.imitation as imitation
+from env.baselines import greedy
+from env.lookahead import LOOKAHEAD_COSTS, lookahead_costs
+from env.observation import ACTION_MASK
+from rl.envs import make_envs
+from rl.evaluation import argmax_actor, load_policy, run_episode
+from rl.imitation import REGRET_CAP, Labelled, collect, imitation_loss, regrets, train_epochs
+from rl.interrupt import StopOnSignal
+from policy import PolicyNet
+from config import load_config
+from tests.helpers import SMOKE
+
+
+def play_out(env_id_kwargs, seed, actions):
+    """A fresh env replayed through ``actions``, then greedy to the end: its final travel (inf if it
+    runs out of steps). Independent of ``lookahead_copy``: nothing is copied."""
+    world = gym.make("GridExplore-v0", **env_id_kwargs)
+    obs, _ = world.reset(seed=seed)
+    terminated = truncated = False
+    for action in actions:
+        obs, _, terminated, truncated, _ = world.step(action)
+    while not (terminated or truncated):
+        obs, _, terminated, truncated, _ = world.step(greedy(obs, world))
+    return world.unwrapped.travel_distance if terminated else math.inf
+
+
+@pytest.mark.parametrize("seed", [2, 4])
+def test_every_cost_is_the_travel_of_that_move_then_greedy_on_a_fresh_replay(seed):
+    kwargs = {"map_size": 16, "max_steps": 200}
+    world = gym.make("GridExplore-v0", **kwargs)
+    obs, _ = world.reset(seed=seed)
+    taken = []
+    for _ in range(3):  # a state a few moves in: costs must count the travel so far
+        taken.append(greedy(obs, world))
+        obs, *_ = world.step(taken[-1])
+    costs = lookahead_costs(world.unwrapped, obs[ACTION_MASK])
+    assert costs.shape == obs[ACTION_MASK].shape and np.isinf(costs[obs[ACTION_MASK] == 0]).all()
+    valid = np.flatnonzero(obs[ACTION_MASK])
+    assert len(valid) > 1
+    for slot in valid:
+        assert costs[slot] == pytest.approx(play_out(kwargs, seed, [*taken, int(slot)]), abs=1e-4)
+    # greedy's own move costs what greedy's whole episode travels
+    assert costs[greedy(obs, world)] == pytest.approx(play_out(kwargs, seed, taken), abs=1e-4)
+
+
+def test_a_vector_env_reports_the_costs_of_the_state_it_returns_across_autoresets():
+    config = load_config(SMOKE)
+    envs = make_envs(config.env, run_seed=5, vector="sync", lookahead_costs=True)
+    obs, info = envs.reset()
+    rng = np.random.default_rng(0)
+    resets = 0
+    for _ in range(40):
+        for i, one in enumerate(envs.envs):
+            expected = lookahead_costs(one.unwrapped, obs[ACTION_MASK][i])
+            np.testing.assert_array_equal(info[LOOKAHEAD_COSTS][i], expected)
+        actions = [int(rng.choice(np.flatnonzero(mask))) for mask in obs[ACTION_MASK]]
+        obs, _, terminated, truncated, info = envs.step(actions)
+        resets += int(np.sum(terminated | truncated))
+    envs.close()
+    assert resets >= 2  # the check covered states right after an autoreset
+
+
+def test_regret_and_loss_by_hand():
+    logits = torch.tensor([[0.0, math.log(3.0), torch.finfo(torch.float32).min]])
+    costs = torch.tensor([[10.0, 12.0, math.inf]])
+    assert regrets(costs, spacing=2.0).tolist() == [[0.0, 1.0, REGRET_CAP]]
+    loss, parts = imitation_loss(logits, costs, spacing=2.0, ent_coef=0.5)
+    entropy = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    assert parts["regret"] == pytest.approx(0.75)  # p = (1/4, 3/4, 0): 3/4 of a regret of 1
+    assert parts["entropy"] == pytest.approx(entropy)
+    assert parts["argmax_best"] == 0.0  # the argmax is slot 1, not the best
+    assert loss.item() == pytest.approx(0.75 - 0.5 * entropy)
+
+
+def test_a_move_greedy_cannot_finish_after_costs_the_cap():
+    costs = torch.tensor([[7.0, math.inf, 9.0]])
+    assert regrets(costs, spacing=1.0).tolist() == [[0.0, REGRET_CAP, 2.0]]
+
+
+@pytest.fixture(scope="module")
+def labelled():
+    config = load_config(SMOKE)
+    torch.manual_seed(0)
+    with StopOnSignal() as stop:
+        return config, collect(PolicyNet(config.model), config, 96, round_index=0, stop=stop)
+
+
+def test_collected_states_carry_their_own_costs(labelled):
+    config, data = labelled
+    assert len(data) == 96 and data.obs[ACTION_MASK].shape == (96, data.costs.shape[1])
+    assert np.isinf(data.costs[data.obs[ACTION_MASK] == 0]).all()
+    assert np.isfinite(data.costs).any(-1).all()  # each state has a move greedy finishes after
+    assert len({bytes(row) for row in data.obs["node_features"].reshape(96, -1)}) > 48  # states differ
+
+
+def test_training_lowers_the_regret_on_the_states_it_fits(labelled):
+    config, data = labelled
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
+    with StopOnSignal() as stop:
+        before = train_epochs(policy, torch.optim.SGD(policy.parameters(), lr=0.0), data, 1, 96, 4.0, 0.0, 1, 0, stop)
+        after = train_epochs(policy, optimizer, data, 40, 32, 4.0, 0.0, 1, 0, stop)
+    assert after["regret"] < 0.5 * before["regret"]
+    assert after["argmax_best"] > before["argmax_best"]
+
+
+def test_the_program_writes_rounds_that_load_and_play(tmp_path, capsys):
+    out = tmp_path / "imitation"
+    args = ["--config", "configs/smoke.yaml", "--out", str(out), "--rounds", "2", "--states", "24",
+            "--epochs", "1", "--validation-maps", "2"]
+    assert imitation.main(args) == 0
+    log = json.loads((out / "imitation.json").read_text())
+    assert [entry["round"] for entry in log] == [0, 1] and [entry["states"] for entry in log] == [24, 48]
+    assert f"done: the newest round's weights are {out / 'round_01.pt'}" in capsys.readouterr().out
+    policy, config = load_policy(out / "round_01.pt")
+    result, _ = run_episode(gym.make(config.env.id, **config.env.kwargs), argmax_actor(policy), seed=3)
+    assert result.steps > 0
+    assert imitation.main(args) == 2 and "is not empty" in capsys.readouterr().err  # never overwrites
+
+
+@pytest.mark.parametrize("bad", [["--rounds", "0"], ["--states", "-1"], ["--learning-rate", "0"]])
+def test_bad_settings_are_refused_before_anything_is_written(tmp_path, bad, capsys):
+    with pytest.raises(SystemExit):
+        imitation.main(["--config", "configs/smoke.yaml", "--out", str(tmp_path / "x"), *bad])
+    assert bad[0] in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("round_stopped, saved", [(0, None), (1, "round_00.pt")])
+def test_a_stop_keeps_the_finished_rounds_and_says_which(tmp_path, monkeypatch, capsys, round_stopped, saved):
+    fit = imitation.train_epochs
+    calls = []
+
+    def train_then_signal(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == round_stopped + 1:
+            signal.raise_signal(signal.SIGINT)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(imitation, "train_epochs", train_then_signal)
+    out = tmp_path / "imitation"
+    code = imitation.main(["--config", "configs/smoke.yaml", "--out", str(out), "--rounds", "3", "--states", "16",
+                           "--epochs", "1", "--validation-maps", "1"])
+    assert code == 130
+    err = capsys.readouterr().err
+    assert sorted(p.name for p in out.glob("round_*.pt")) == ([saved] if saved else [])
+    assert (f"the newest round's weights are {out / saved}" if saved else "nothing was saved") in err
