@@ -4,12 +4,20 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# How long torch's idle CPU threads spin before they sleep: SPIN_COUNT rounds, not libgomp's
+# 300,000, so a process beside ours keeps its share of the cores (docs/performance.md, "Sharing
+# the machine"). libgomp reads GOMP_SPINCOUNT once, when torch loads it, so the venv sets it as
+# its interpreter starts (a .pth line): once, for every program, test, benchmark and worker it
+# runs. A user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT is left as it is.
+SPIN_COUNT := 1000
+SPIN_LINE := import os; os.environ.get('OMP_WAIT_POLICY') or os.environ.setdefault('GOMP_SPINCOUNT', '$(SPIN_COUNT)')
 
 .PHONY: setup train test bench clean
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -r requirements.txt
+	echo "$(SPIN_LINE)" > "$$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/openmp_wait.pth"
 	touch $(STAMP)
 
 setup: $(STAMP)

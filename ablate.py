@@ -21,8 +21,6 @@ runs.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import sys
 from pathlib import Path

@@ -26,8 +26,6 @@ the same way: two settings of a sweep, five seeds each, compared map by map
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import sys
 from pathlib import Path

@@ -20,8 +20,6 @@ checked before the first episode, and ``--json`` records each episode's ``map_fi
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import json
 import sys
@@ -33,7 +31,7 @@ from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
-from stats import format_mean_ci
+from rl.stats import format_mean_ci
 
 COLUMNS = {  # summary key -> (header, decimals)
     "success_rate": ("success rate", 3),

@@ -9,8 +9,6 @@ Writes into the run folder: the resolved ``config.yaml``, TensorBoard events
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import sys
 from pathlib import Path

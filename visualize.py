@@ -27,8 +27,6 @@ first ``--maps`` maps ``evaluate.py --seed SEED`` plays.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import math
 import sys

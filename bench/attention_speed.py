@@ -7,8 +7,6 @@ in the same run (these machines are shared, so only ratios from one run compare)
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import time
 from collections.abc import Callable

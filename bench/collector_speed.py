@@ -12,8 +12,6 @@ more workers can go before the learner is the bottleneck. Time nothing else besi
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import statistics
 import time

@@ -5,7 +5,8 @@
     python -m bench.contention --alone-rounds 3 --settings project libgomp THREADS=1
 
 The settings of torch's OpenMP runtime (libgomp): ``project`` (nothing set: the programs' own
-choice, ``openmp_wait.SPIN_COUNT`` rounds of spinning before an idle thread sleeps),
+choice: the venv's ``GOMP_SPINCOUNT``, the Makefile's ``SPIN_COUNT`` rounds of spinning before an
+idle thread sleeps),
 ``libgomp`` (libgomp's default, 300,000 rounds; set explicitly, since our programs would
 otherwise set their own), ``ACTIVE`` / ``PASSIVE`` (``OMP_WAIT_POLICY``: spin for ever / sleep at
 once), ``SPIN=N`` (``GOMP_SPINCOUNT=N``) or ``THREADS=N`` (the project's setting with
@@ -22,8 +23,6 @@ settings take effect only in a process that has not imported torch yet, hence th
 """
 from __future__ import annotations
 
-from openmp_wait import OPENMP_WAIT_VARIABLES  # first: how torch's threads wait; see the module
-
 import argparse
 import os
 import signal
@@ -38,12 +37,13 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from config import load_config
 from rl import tags
 
+OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+"""libgomp's two settings of how an idle thread waits; the venv sets the second unless either is set."""
 LIBGOMP_SPIN_COUNT = 300_000
 """libgomp's own spin count when neither OpenMP wait variable is set."""
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPETITOR = """
-import openmp_wait  # as our programs: the project's setting unless one is in the environment
 import signal, sys, time, torch
 x = torch.randn(384, 384)
 count, start = 0, time.perf_counter()

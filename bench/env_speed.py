@@ -13,8 +13,6 @@ a reset of the bare env (a new map each time) on its own.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import copy
 import time

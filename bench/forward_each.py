@@ -10,8 +10,6 @@ split across processes (``docs/performance.md``).
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import time
 

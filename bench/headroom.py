@@ -22,8 +22,6 @@ reference's floor plans (``configs/dungeon.yaml``) about 1 s an episode.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import json
 from pathlib import Path
@@ -34,7 +32,7 @@ from env.lookahead import belief_lookahead, greedy_lookahead_oracle
 from rl.atomic import atomic_write_text
 from rl.envs import with_env_overrides
 from rl.evaluation import evaluate_actors, evaluation_report, map_dir_size, travel_ratio
-from stats import format_mean_ci
+from rl.stats import format_mean_ci
 
 
 def main() -> None:

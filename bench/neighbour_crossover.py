@@ -11,8 +11,6 @@ is where ``auto`` switches. Run it alone.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 
 import torch

@@ -22,8 +22,6 @@ beats greedy is not predictable from the observation, even where which moves are
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import math
 import multiprocessing

@@ -9,8 +9,6 @@ nodes: the cost of the code before trimming. Prints milliseconds per forward + b
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 from functools import partial
 

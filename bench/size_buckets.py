@@ -10,8 +10,6 @@ setting's speed-up over one call.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 from functools import partial
 

@@ -14,8 +14,6 @@ cProfile adds a little to every Python call, so the split is a guide, not a timi
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import cProfile
 import pstats

@@ -32,8 +32,6 @@ finished rounds' files stay, and the last line names the newest.
 """
 from __future__ import annotations
 
-import openmp_wait  # noqa: F401  (first: how torch's threads wait; see the module)
-
 import argparse
 import json
 import signal
