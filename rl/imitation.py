@@ -25,6 +25,9 @@ value, ``rl.bootstrap``). The lookahead prices every valid move of a state on th
 3. **validate**: the policy's argmax on the first ``--validation-maps`` maps of the config's
    ``map_dir`` validation split (procedural maps: held-out seeds), travel / greedy per map.
 
+Each round also reports the regret on its new states before it trains on them: the regret of
+the policy that visited them, a held-out figure beside the training loss.
+
 After each round ``OUT/round_NN.pt`` holds the weights in the pretrained format
 (``rl.pretrained``: evaluate it, or continue with ``train.py --init-from OUT/round_NN.pt``) and
 ``OUT/imitation.json`` every round's figures. Ctrl-C stops after saving nothing half-done: the
@@ -159,6 +162,22 @@ def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labe
     return {key: value / max(batches, 1) for key, value in sums.items()}
 
 
+def fresh_regret(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int, batch: int = 512) -> float:
+    """The policy's mean expected regret on ``data`` without training on it: on a round's new
+    states, before the round trains, it is the regret of the policy that visited them, as a
+    held-out figure beside the training loss."""
+    policy.eval()
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, len(data), batch):
+            part = slice(start, start + batch)
+            logits, _ = forward_observations(policy, {k: torch.from_numpy(v[part]) for k, v in data.obs.items()},
+                                             size_buckets)
+            costs = torch.from_numpy(data.costs[part])
+            total += float((masked_policy(logits).probs * regrets(costs, spacing)).sum())
+    return total / max(len(data), 1)
+
+
 def validation_env(env: EnvConfig) -> EnvConfig:
     """The config's env on its map folder's validation split (procedural maps: unchanged)."""
     if env.kwargs.get("map_dir") is None:
@@ -190,6 +209,7 @@ def run(config: Config, out: Path, rounds: int, states: int, epochs: int, valida
         if stop.requested:
             break
         data = Labelled.join(parts)
+        fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
         fit = train_epochs(policy, optimizer, data, epochs, minibatch, spacing, ent_coef,
                            config.ppo.size_buckets, config.seed * 1_000 + r, stop)
         if stop.requested:
@@ -198,8 +218,10 @@ def run(config: Config, out: Path, rounds: int, states: int, epochs: int, valida
         agent = evaluate_actors({AGENT: argmax_actor(policy)}, held_out, n_validation, seed=0, progress=False)[AGENT]
         mean, half, n = travel_ratio(agent, greedy_results)
         success = float(np.mean([a.success for a in agent]))
-        log.append({"round": r, "states": len(data), **fit, "travel_per_greedy": [mean, half, n], "success": success})
-        print(f"round {r}: {len(data)} states; regret {fit['regret']:.3f} spacings, entropy {fit['entropy']:.3f}, "
+        log.append({"round": r, "states": len(data), "fresh_regret": fresh, **fit, "travel_per_greedy": [mean, half, n],
+                    "success": success})
+        print(f"round {r}: {len(data)} states; regret on the new states before training {fresh:.3f} spacings, "
+              f"in training {fit['regret']:.3f}, entropy {fit['entropy']:.3f}, "
               f"argmax best {fit['argmax_best']:.3f}; validation travel / greedy {mean:.3f} ± {half:.3f} "
               f"(n={n}), success {success:.2f}", flush=True)
         newest = out / f"round_{r:02d}.pt"

@@ -15,7 +15,8 @@ from env.lookahead import LOOKAHEAD_COSTS, lookahead_costs
 from env.observation import ACTION_MASK
 from rl.envs import make_envs
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.imitation import REGRET_CAP, Labelled, collect, imitation_loss, regrets, train_epochs
+from graph_batch import forward_observations
+from rl.imitation import REGRET_CAP, collect, fresh_regret, imitation_loss, regrets, train_epochs
 from rl.interrupt import StopOnSignal
 from policy import PolicyNet
 from config import load_config
@@ -156,3 +157,12 @@ def test_a_stop_keeps_the_finished_rounds_and_says_which(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert sorted(p.name for p in out.glob("round_*.pt")) == ([saved] if saved else [])
     assert (f"the newest round's weights are {out / saved}" if saved else "nothing was saved") in err
+
+
+def test_fresh_regret_is_the_loss_without_the_entropy(labelled):
+    config, data = labelled
+    torch.manual_seed(1)
+    policy = PolicyNet(config.model).eval()
+    logits, _ = forward_observations(policy, {k: torch.from_numpy(v) for k, v in data.obs.items()})
+    _, parts = imitation_loss(logits, torch.from_numpy(data.costs), 4.0, 0.0)
+    assert fresh_regret(policy, data, 4.0, size_buckets=1, batch=7) == pytest.approx(parts["regret"], rel=1e-4)
