@@ -256,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.out.exists() and any(args.out.iterdir()):
             raise FileExistsError(f"{args.out} exists and is not empty: choose another --out")
         args.out.mkdir(parents=True, exist_ok=True)
-        with StopOnSignal() as stop:
+        with StopOnSignal("stopping; the files of the rounds already finished stay") as stop:
             newest = run(config, args.out, args.rounds, args.states, args.epochs, args.validation_maps,
                          args.learning_rate, args.minibatch, args.ent_coef, stop)
     except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError) as error:

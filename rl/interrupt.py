@@ -22,7 +22,8 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 class StopOnSignal:
     """``with StopOnSignal() as stop: ... if stop.requested: save and leave``; handlers restored on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: str = "finishing this update, then saving a checkpoint") -> None:
+        self.plan = plan  # what the program does next, told to the user at the first signal
         self.requested: str | None = None  # the name of the first signal received
         self._previous: dict[int, object] = {}
 
@@ -39,8 +40,7 @@ class StopOnSignal:
         if self.requested is not None:
             raise KeyboardInterrupt
         self.requested = signal.Signals(signum).name
-        print(f"\n{self.requested}: finishing this update, then saving a checkpoint "
-              f"(send it again to stop at once)", file=sys.stderr)
+        print(f"\n{self.requested}: {self.plan} (send it again to stop at once)", file=sys.stderr)
 
 
 @dataclass(frozen=True)

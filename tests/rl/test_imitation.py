@@ -155,6 +155,7 @@ def test_a_stop_keeps_the_finished_rounds_and_says_which(tmp_path, monkeypatch, 
                            "--epochs", "1", "--validation-maps", "1"])
     assert code == 130
     err = capsys.readouterr().err
+    assert "SIGINT: stopping; the files of the rounds already finished stay" in err
     assert sorted(p.name for p in out.glob("round_*.pt")) == ([saved] if saved else [])
     assert (f"the newest round's weights are {out / saved}" if saved else "nothing was saved") in err
 
