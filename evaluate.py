@@ -31,7 +31,7 @@ from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
-from rl.stats import format_mean_ci
+from stats import format_mean_ci
 
 COLUMNS = {  # summary key -> (header, decimals)
     "success_rate": ("success rate", 3),

@@ -32,7 +32,7 @@ from env.lookahead import belief_lookahead, greedy_lookahead_oracle
 from rl.atomic import atomic_write_text
 from rl.envs import with_env_overrides
 from rl.evaluation import evaluate_actors, evaluation_report, map_dir_size, travel_ratio
-from rl.stats import format_mean_ci
+from stats import format_mean_ci
 
 
 def main() -> None:

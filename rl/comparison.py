@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from rl.evaluation import EpisodeResult, completed_travel_pairs, travel_ratio
-from rl.stats import format_mean_ci
+from stats import format_mean_ci
 
 Episodes = dict[str, list[EpisodeResult]]
 """Policy name -> one result per held-out map, in episode order."""

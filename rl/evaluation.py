@@ -20,7 +20,7 @@ from rl.checkpoint import CheckpointError, load_model_weights
 from rl.pretrained import read_weights
 from rl.envs import make_env
 from rl.seeding import eval_episode_seed
-from rl.stats import mean_ci
+from stats import mean_ci
 
 AGENT = "agent"
 """The trained policy's name in reports and tables ("agent (argmax)": it takes its most probable move)."""

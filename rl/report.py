@@ -8,7 +8,7 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from rl.stats import format_mean_ci, mean_ci, welch_difference_ci
+from stats import format_mean_ci, mean_ci, welch_difference_ci
 
 COLUMNS = ["label", "seed", "parameters", "success_rate", "coverage", "travel_to_complete",
            "ratio_to_nearest_frontier", "ratio_to_greedy", "final_return", "sps", "train_minutes", "run_dir", "node"]

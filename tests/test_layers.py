@@ -115,7 +115,7 @@ def test_only_rl_cluster_imports_ray():
 
 
 def test_the_model_files_import_no_ray():
-    for name in ("policy.py", "graph_batch.py", "config.py", "checks.py"):
+    for name in ("policy.py", "graph_batch.py", "config.py", "checks.py", "stats.py"):
         assert not {m for m in imported_modules(ROOT / name) if m.split(".")[0] == "ray"}, name
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rl.stats import mean_ci
+from stats import mean_ci
 from viz.heatmaps import plt
 
 

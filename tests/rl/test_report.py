@@ -2,7 +2,7 @@
 import pytest
 
 from rl.report import markdown_table, seed_differences
-from rl.stats import welch_difference_ci
+from stats import welch_difference_ci
 
 
 def runs(label: str, ratios: list[float]) -> list[dict]:

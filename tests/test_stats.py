@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from rl.stats import format_mean_ci, mean_ci, t_quantile_975, welch_difference_ci
+from stats import format_mean_ci, mean_ci, t_quantile_975, welch_difference_ci
 
 
 def test_mean_ci_uses_students_t():
