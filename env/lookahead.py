@@ -15,7 +15,7 @@ reference's floor plans (docs/results.md, sections 3 and 8): the room above gree
 Three users: ``bench.headroom`` plays the oracle and the same lookahead in the robot's belief;
 ``LookaheadCosts`` reports C(s, .) for every state an env visits, and ``rl.imitation`` trains the
 policy to take the moves C prices lowest. A cost plays some (valid moves) x (moves left) env steps:
-about 30 ms a state on the floor plans of ``configs/dungeon.yaml``, 2 cores giving some 60 states/s.
+about 30 ms a state on the floor plans of ``configs/dungeon.yaml`` (docs/performance.md).
 """
 from __future__ import annotations
 

@@ -37,9 +37,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,9 +54,9 @@ from graph_batch import forward_each, forward_observations, one_torch_thread
 from policy import PolicyNet
 from rl.atomic import atomic_write, atomic_write_text
 from rl.checkpoint import CheckpointError
-from rl.envs import make_envs
+from rl.envs import make_envs, with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, map_dir_size, travel_ratio
-from rl.interrupt import StopOnSignal
+from rl.interrupt import StopOnSignal, signal_exit_code
 from rl.ppo import masked_policy
 from rl.pretrained import weights_file
 from rl.trainer import load_initial_weights
@@ -89,14 +88,19 @@ def regrets(costs: Tensor, spacing: float) -> Tensor:
     return torch.where(torch.isfinite(costs), (costs - best) / spacing, torch.full_like(costs, REGRET_CAP))
 
 
+def expected_regret(logits: Tensor, costs: Tensor, spacing: float) -> Tensor:
+    """[B] sum_a pi(a|s) regret(s, a) for logits [B,K] (masked slots at the dtype's minimum, as
+    ``PolicyNet`` leaves them, so they weigh exactly 0) and costs [B,K]."""
+    return (masked_policy(logits).probs * regrets(costs, spacing)).sum(-1)
+
+
 def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: float) -> tuple[Tensor, dict[str, float]]:
-    """The module docstring's L for a minibatch: logits [B,K] (masked slots at the dtype's minimum,
-    as ``PolicyNet`` leaves them), costs [B,K]. Returns the loss and its parts."""
-    dist = masked_policy(logits)
-    regret = (dist.probs * regrets(costs, spacing)).sum(-1).mean()
-    entropy = dist.entropy().mean()
+    """The module docstring's L for a minibatch (logits and costs [B,K], as ``expected_regret``).
+    Returns the loss and its parts."""
+    regret = expected_regret(logits, costs, spacing).mean()
+    entropy = masked_policy(logits).entropy().mean()
     with torch.no_grad():
-        best = (regrets(costs, spacing).gather(-1, logits.argmax(-1, keepdim=True)) == 0).float().mean()
+        best = (costs.gather(-1, logits.argmax(-1, keepdim=True)) == costs.min(-1, keepdim=True).values).float().mean()
     return regret - ent_coef * entropy, {"regret": regret.item(), "entropy": entropy.item(), "argmax_best": best.item()}
 
 
@@ -173,16 +177,13 @@ def fresh_regret(policy: nn.Module, data: Labelled, spacing: float, size_buckets
             part = slice(start, start + batch)
             logits, _ = forward_observations(policy, {k: torch.from_numpy(v[part]) for k, v in data.obs.items()},
                                              size_buckets)
-            costs = torch.from_numpy(data.costs[part])
-            total += float((masked_policy(logits).probs * regrets(costs, spacing)).sum())
+            total += float(expected_regret(logits, torch.from_numpy(data.costs[part]), spacing).sum())
     return total / max(len(data), 1)
 
 
 def validation_env(env: EnvConfig) -> EnvConfig:
     """The config's env on its map folder's validation split (procedural maps: unchanged)."""
-    if env.kwargs.get("map_dir") is None:
-        return env
-    return replace(env, kwargs={**env.kwargs, "map_split": "validation"})
+    return env if env.kwargs.get("map_dir") is None else with_env_overrides(env, ["map_split=validation"])
 
 
 def write_round(path: Path, policy: nn.Module, config: Config, trained: dict) -> None:
@@ -265,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     saved = f"the newest round's weights are {newest}" if newest else "nothing was saved"
     if stop.requested:
         print(f"stopped by {stop.requested}; {saved}", file=sys.stderr)
-        return 128 + signal.Signals[stop.requested].value
+        return signal_exit_code(stop.requested)
     print(f"done: {saved}")
     return 0
 

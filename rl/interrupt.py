@@ -43,6 +43,11 @@ class StopOnSignal:
         print(f"\n{self.requested}: {self.plan} (send it again to stop at once)", file=sys.stderr)
 
 
+def signal_exit_code(name: str) -> int:
+    """The shell's code for a program ended by the signal ``name`` (130 for SIGINT, 143 for SIGTERM)."""
+    return 128 + signal.Signals[name].value
+
+
 @dataclass(frozen=True)
 class Stopped:
     """A training a signal ended early, and what it left on disk."""
@@ -62,4 +67,4 @@ class Stopped:
     @property
     def exit_code(self) -> int:
         """The shell's code for a program ended by this signal (130 for SIGINT, 143 for SIGTERM)."""
-        return 128 + signal.Signals[self.signal].value
+        return signal_exit_code(self.signal)
