@@ -17,10 +17,10 @@ from typing import Literal, overload
 import torch
 from torch import Tensor, nn
 
-from config import ModelConfig
+from config import Config, ModelConfig
 from decoder import Decoder, SingleHeadAttention
 from encoder import Encoder
-from env.observation import N_NODE_FEATURES
+from env.observation import N_NODE_FEATURES, n_node_features
 from graph_batch import GraphBatch
 
 
@@ -79,7 +79,7 @@ class PolicyNet(nn.Module):
 
     def __init__(self, config: ModelConfig, n_node_features: int = N_NODE_FEATURES):
         super().__init__()
-        self.config = config
+        self.config, self.n_node_features = config, n_node_features
         self.actor_trunk = GraphTrunk(config, n_node_features)
         self.critic_trunk = GraphTrunk(config, n_node_features) if config.separate_critic else None
         self.pointer = SingleHeadAttention(config.embed_dim, config.tanh_clipping)
@@ -102,3 +102,9 @@ class PolicyNet(nn.Module):
         if not need_weights:
             return logits, value
         return logits, value, AttentionWeights(encoder_weights, decoder_weights, torch.softmax(logits, dim=-1))
+
+
+def build_policy(config: Config) -> PolicyNet:
+    """The ``PolicyNet`` of a run's config: its model settings, and as many node features as its
+    env's observations have (5, or 9 with ``context_features``)."""
+    return PolicyNet(config.model, n_node_features(config.env.kwargs))

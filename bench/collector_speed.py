@@ -19,7 +19,7 @@ import time
 import torch
 
 from config import load_config
-from policy import PolicyNet
+from policy import PolicyNet, build_policy
 from rl.cluster.collector import RayCollector
 from rl.cluster.connect import ray_session
 from rl.collector import VectorEnvCollector
@@ -29,7 +29,7 @@ from rl.ppo import ppo_update
 
 def update_seconds(config, policy: PolicyNet, rollout) -> float:
     """One PPO update (GAE and the minibatch epochs) on ``rollout``, on a copy of the policy."""
-    learner = PolicyNet(config.model)
+    learner = build_policy(config)
     learner.load_state_dict(policy.state_dict())
     optimizer = torch.optim.Adam(learner.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
     start = time.perf_counter()
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     torch.manual_seed(0)
-    policy = PolicyNet(config.model)
+    policy = build_policy(config)
     # Every collector's workers exist at once but only one collector runs at a time: reserve a
     # logical CPU for each worker, whatever the machine has.
     with ray_session(num_cpus=sum(args.workers)):

@@ -18,7 +18,7 @@ import torch
 
 from config import load_config
 from graph_batch import collate
-from policy import PolicyNet
+from policy import build_policy
 from rl.envs import make_envs
 
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     config = load_config(args.config)
     torch.manual_seed(0)
-    policy = PolicyNet(config.model).eval()
+    policy = build_policy(config).eval()
     envs = make_envs(config.env, config.seed, vector="sync")
     obs, _ = envs.reset()
     rng = np.random.default_rng(0)

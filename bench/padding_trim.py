@@ -19,7 +19,7 @@ from bench.attention_speed import time_step
 from config import EnvConfig, load_config
 from env.baselines import nearest_frontier
 from graph_batch import forward_observations
-from policy import PolicyNet
+from policy import build_policy
 from rl.envs import make_env
 
 
@@ -51,7 +51,7 @@ def main() -> None:
     print(f"batch {args.batch}, N_max {obs['node_mask'].shape[1]}, real nodes per observation: "
           f"median {np.median(real):.0f}, max {real.max()}; torch threads {torch.get_num_threads()}")
     torch.manual_seed(0)
-    policy = partial(forward_observations, PolicyNet(config.model))
+    policy = partial(forward_observations, build_policy(config))
     for _ in range(2):  # alternate, so drift on a shared machine hits both alike
         trimmed_ms = 1e3 * time_step(policy, obs, args.repeats, train=True)
         untrimmed_ms = 1e3 * time_step(policy, untrimmed, args.repeats, train=True)

@@ -19,7 +19,7 @@ import torch
 from bench.attention_speed import time_step
 from bench.padding_trim import collect
 from config import load_config
-from policy import PolicyNet
+from policy import build_policy
 from graph_batch import forward_observations
 
 
@@ -37,7 +37,7 @@ def main() -> None:
     print(f"batch {args.batch}, N_max {obs['node_mask'].shape[1]}, real nodes per observation: "
           f"median {real.median():.0f}, max {real.max():.0f}; torch threads {torch.get_num_threads()}")
     torch.manual_seed(0)
-    policy = PolicyNet(config.model)
+    policy = build_policy(config)
     for _ in range(2):
         ms = {b: 1e3 * time_step(partial(forward_observations, policy, size_buckets=b), obs, args.repeats, train=True)
               for b in args.buckets}

@@ -71,6 +71,11 @@ class GridExploreConfig:
     it: staying never reveals anything, and a policy can otherwise idle until truncation. Slot 0
     stays valid when the node has no other move, so the action mask is never empty."""
 
+    context_features: bool = False
+    """Add four node features read from the belief around each node: the fractions of unknown and
+    of free cells within one and two sensor ranges (``env.context``). Off by default, as the
+    reference has none; the floor-plan agent uses them."""
+
     def __post_init__(self) -> None:
         allowed = (*MAP_FAMILIES, MIXED)
         if self.map_family not in allowed:
@@ -82,7 +87,7 @@ class GridExploreConfig:
         for name, high in (("map_size", MAX_MAP_SIDE), ("sensor_range", MAX_SENSOR_RANGE)):
             if getattr(self, name) > high:
                 raise ValueError(f"{name} must be <= {high}, got {getattr(self, name)}")
-        for name in ("strict_actions", "allow_stay"):
+        for name in ("strict_actions", "allow_stay", "context_features"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name in ("map_file", "map_dir"):

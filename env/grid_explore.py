@@ -16,8 +16,9 @@ from env.lattice import build_lattice, n_steps_for
 from env.map_collection import map_collection
 from env.map_io import start_on
 from env.maps import MAP_FAMILIES, GridMap, generate
+from env.context import context_features
 from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES,
-                             NODE_MASK, observation_space)
+                             NODE_MASK, node_feature_names, observation_space)
 from env.reward import step_reward
 from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
 
@@ -50,7 +51,9 @@ class GridExploreEnv(gym.Env):
     Observation:
         A dict laid out in :mod:`env.observation`: ``node_features`` [N_max, 5] (position relative
         to the robot / map side, utility / (2 pi utility_range) clipped to 1, visited flag,
-        guidepost flag: on the shortest path to the nearest node with utility),
+        guidepost flag: on the shortest path to the nearest node with utility; with
+        ``context_features``, [N_max, 9]: four more, the unknown and free fractions of the belief
+        within one and two sensor ranges of the node, :mod:`env.context`),
         ``node_mask`` [N_max], ``neighbors`` [N_max, K], ``current_index``, ``action_mask`` [K].
 
     Rewards:
@@ -83,7 +86,8 @@ class GridExploreEnv(gym.Env):
             raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
                              f"{self.height}x{self.width} map can hold; allowed: None or >= {capacity}")
         self.n_max = cfg.n_max or capacity
-        self.observation_space = observation_space(self.n_max, cfg.k)
+        self.n_features = len(node_feature_names(cfg.context_features))
+        self.observation_space = observation_space(self.n_max, cfg.k, self.n_features)
         self.action_space = gym.spaces.Discrete(cfg.k)
         self.utility_range = cfg.resolved_utility_range
         # Wider than the sensor's reach plus the neighbour it resolves, so sweeps never index out.
@@ -233,6 +237,8 @@ class GridExploreEnv(gym.Env):
         # Node positions as (rel_x, rel_y) scale, shifted by the robot's at each observation.
         self._node_xy = graph.node_rc[:n, ::-1] / np.float32(max(self.height, self.width))
         self._utility_feature = np.minimum(graph.utility[:n] / self._utility_norm, 1.0)
+        if self.config.context_features:
+            self._context = context_features(self.belief, graph.node_rc[:n] + self.pad, self.config.sensor_range)
         self._node_mask = np.zeros(self.n_max, dtype=np.int8)
         self._node_mask[:n] = 1
         self._exhausted = not graph.utility.any()  # no node sees a frontier: nothing left to do
@@ -241,11 +247,13 @@ class GridExploreEnv(gym.Env):
     # ----------------------------------------------------------------------------- outputs
     def _observation(self) -> dict[str, np.ndarray]:
         graph, n = self.graph, self.graph.n_nodes
-        features = np.zeros((self.n_max, N_NODE_FEATURES), dtype=np.float32)
+        features = np.zeros((self.n_max, self.n_features), dtype=np.float32)
         features[:n, :2] = self._node_xy - self._node_xy[self.robot_node]
         features[:n, 2] = self._utility_feature
         features[:n, 3] = graph.visited[:n]
         features[self.guidepost(), 4] = 1.0
+        if self.config.context_features:
+            features[:n, N_NODE_FEATURES:] = self._context
         neighbors = self._neighbors.copy()
         return {
             NODE_FEATURES: features,

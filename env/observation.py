@@ -15,8 +15,13 @@ Action: an integer slot ``k < K``; the robot moves to ``neighbors[current_index,
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 from gymnasium import spaces
+
+from env.context import CONTEXT_FEATURE_NAMES
 
 NODE_FEATURES = "node_features"
 NODE_MASK = "node_mask"
@@ -31,19 +36,31 @@ OBSERVATION_KEYS = (NODE_FEATURES, NODE_MASK, NEIGHBORS, CURRENT_INDEX, ACTION_M
 # this); ``guidepost`` here is 1 for the nodes of the shortest path from the robot to the nearest
 # node with utility (robot's node excluded), the meaning later marmotlab code gives the name
 # (docs/reading-guide.md, "Node features").
+# With ``context_features=True`` the columns of ``env.context.CONTEXT_FEATURE_NAMES`` follow.
 NODE_FEATURE_NAMES = ("rel_x", "rel_y", "utility", "visited", "guidepost")
 N_NODE_FEATURES = len(NODE_FEATURE_NAMES)
+
+
+def node_feature_names(context_features: bool = False) -> tuple[str, ...]:
+    """The columns of ``node_features``, in order, with or without the context features."""
+    return NODE_FEATURE_NAMES + (CONTEXT_FEATURE_NAMES if context_features else ())
+
+
+def n_node_features(env_kwargs: Mapping[str, Any]) -> int:
+    """F, the columns of ``node_features`` of an env made with these keyword arguments."""
+    return len(node_feature_names(bool(env_kwargs.get("context_features", False))))
 
 PADDING_NEIGHBOR = -1
 
 
-def observation_space(n_max: int, k: int) -> spaces.Dict:
-    """The gymnasium space of one observation for a graph of at most ``n_max`` nodes and ``k`` slots."""
+def observation_space(n_max: int, k: int, n_features: int = N_NODE_FEATURES) -> spaces.Dict:
+    """The gymnasium space of one observation for a graph of at most ``n_max`` nodes, ``k`` slots
+    and ``n_features`` node features."""
     if n_max < 1 or k < 1:
         raise ValueError(f"n_max and k must be >= 1, got n_max={n_max}, k={k}")
     return spaces.Dict(
         {
-            NODE_FEATURES: spaces.Box(-1.0, 1.0, shape=(n_max, N_NODE_FEATURES), dtype=np.float32),
+            NODE_FEATURES: spaces.Box(-1.0, 1.0, shape=(n_max, n_features), dtype=np.float32),
             NODE_MASK: spaces.MultiBinary(n_max),
             NEIGHBORS: spaces.Box(PADDING_NEIGHBOR, n_max - 1, shape=(n_max, k), dtype=np.int64),
             CURRENT_INDEX: spaces.Discrete(n_max),

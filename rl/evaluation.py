@@ -15,7 +15,7 @@ from env.map_collection import find_split
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from graph_batch import forward_each
-from policy import PolicyNet
+from policy import PolicyNet, build_policy
 from rl.checkpoint import CheckpointError, load_model_weights
 from rl.pretrained import read_weights
 from rl.envs import make_env
@@ -51,7 +51,7 @@ def load_policy(source: Path) -> tuple[PolicyNet, Config]:
     """The policy whose weights ``source`` holds (a run folder: its newest checkpoint; a
     checkpoint; a pretrained file: ``rl.pretrained``) and the config it was trained with."""
     path, state, config = read_weights(source)
-    policy = PolicyNet(config.model)
+    policy = build_policy(config)
     try:
         load_model_weights(policy, state, path, asdict(config.model))
     except CheckpointError as error:  # e.g. a checkpoint from before a node feature was added

@@ -51,7 +51,7 @@ from env.baselines import greedy
 from env.lookahead import LOOKAHEAD_COSTS
 from env.observation import ACTION_MASK, NEIGHBORS
 from graph_batch import forward_each, forward_observations, one_torch_thread
-from policy import PolicyNet
+from policy import build_policy
 from rl.atomic import atomic_write, atomic_write_text
 from rl.checkpoint import CheckpointError
 from rl.envs import make_envs, with_env_overrides
@@ -195,7 +195,7 @@ def write_round(path: Path, policy: nn.Module, config: Config, trained: dict) ->
 def run(config: Config, out: Path, rounds: int, states: int, epochs: int, validation_maps: int,
         learning_rate: float, minibatch: int, ent_coef: float, stop: StopOnSignal) -> Path | None:
     """The rounds of the module docstring; returns the newest round file written (None if none)."""
-    policy = PolicyNet(config.model)
+    policy = build_policy(config)
     if config.run.init_from:
         load_initial_weights(policy, config)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)

@@ -14,8 +14,9 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from config import Config, ConfigError, flat_settings, load_config, save_config
+from env.observation import n_node_features
 from graph_batch import collate
-from policy import PolicyNet
+from policy import PolicyNet, build_policy
 from rl.buffer import Rollout
 from rl.checkpoint import (checkpoint_path, checkpoints, latest_checkpoint, load_latest_readable, load_model_weights,
                            save_checkpoint)
@@ -47,10 +48,26 @@ def resolve_device(name: str) -> torch.device:
 
 def load_initial_weights(policy: PolicyNet, config: Config) -> None:
     """Load the weights ``run.init_from`` names into ``policy``; a ``CheckpointError`` naming the
-    model settings that differ between those weights and ``config``."""
+    model settings that differ between those weights and ``config``.
+
+    Weights trained without ``context_features`` start a run with them: the embedding's columns
+    for the four new features start at zero, so the network plays exactly as the one it came from
+    until training gives them weight.
+    """
     path, state, trained_with = read_weights(Path(config.run.init_from))
-    load_model_weights(policy, {**state, "model_config": asdict(trained_with.model)}, path, asdict(config.model),
-                       wanted="this run's config")
+    weights = with_input_columns(state["model"], n_node_features(trained_with.env.kwargs),
+                                 n_node_features(config.env.kwargs))
+    load_model_weights(policy, {**state, "model": weights, "model_config": asdict(trained_with.model)}, path,
+                       asdict(config.model), wanted="this run's config")
+
+
+def with_input_columns(weights: dict[str, torch.Tensor], had: int, wanted: int) -> dict[str, torch.Tensor]:
+    """``weights`` whose node embeddings (``*.initial_embedding.weight`` [D, had]) take ``wanted``
+    node features, the new columns zero; unchanged unless ``had < wanted``."""
+    if had >= wanted:
+        return weights
+    return {key: torch.cat([value, value.new_zeros(value.shape[0], wanted - had)], dim=1)
+            if key.endswith("initial_embedding.weight") else value for key, value in weights.items()}
 
 
 def hyperparameter_table(config: Config) -> str:
@@ -84,7 +101,7 @@ class Trainer:
             torch.set_num_threads(config.run.torch_threads)
         self.device = resolve_device(config.run.device)
         torch.manual_seed(config.seed)
-        self.policy = PolicyNet(config.model).to(self.device)
+        self.policy = build_policy(config).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
         self.update, self.global_step = 0, 0
         self.saved_update: int | None = None  # the update the newest checkpoint on disk holds
@@ -105,7 +122,7 @@ class Trainer:
         resolve_device(config.run.device)  # refuse a missing device, a bad env or cluster before writing anything
         check_env_config(config.env)
         if config.run.init_from:  # weights that are not there, or do not fit: refused before writing
-            load_initial_weights(PolicyNet(config.model), config)
+            load_initial_weights(build_policy(config), config)
         check_collector_settings(config)
         if latest_checkpoint(run_dir) is not None:
             raise FileExistsError(f"{run_dir} already holds a run; continue it with --resume {run_dir} or pick another run.name")

@@ -28,7 +28,7 @@ from ray.exceptions import ActorUnavailableError, RayActorError
 from torch import nn
 
 from config import Config
-from policy import PolicyNet
+from policy import build_policy
 from rl.buffer import Rollout
 from rl.cluster.connect import ClusterError, cluster_cpus, connect
 from rl.collector import VectorEnvCollector, contiguous_slices
@@ -65,7 +65,7 @@ class RolloutWorker:
     def __init__(self, config: Config, env_indices: range):
         torch.set_num_threads(1)  # one CPU reserved; more threads would only wait on each other
         self.config, self.env_indices = config, env_indices
-        self.policy = PolicyNet(config.model).eval()
+        self.policy = build_policy(config).eval()
         self.collector: VectorEnvCollector | None = None
 
     def collect(self, weights: dict[str, torch.Tensor], place: EpisodeProgress | None) -> SliceRollout:

@@ -23,15 +23,16 @@ from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
 
 
 @ray.remote(num_cpus=1)
-def evaluate_chunk(names: list[str], model: tuple[ModelConfig, dict] | None, env_config: EnvConfig,
+def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None, env_config: EnvConfig,
                    episodes: range, seed: int) -> dict[str, list[EpisodeResult]]:
     """``names`` (``agent`` and baselines) on held-out episodes ``episodes`` of ``seed``."""
     torch.set_num_threads(1)
     actors = {}
     for name in names:
         if name == AGENT:
-            policy = PolicyNet(model[0])
-            policy.load_state_dict(model[1])
+            config, n_features, weights = model
+            policy = PolicyNet(config, n_features)
+            policy.load_state_dict(weights)
             actors[name] = argmax_actor(policy.eval())
         else:
             actors[name] = BASELINES[name]
@@ -42,7 +43,7 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, dict] | None, env
 def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvConfig, episodes: int, seed: int,
                     workers: int) -> dict[str, list[EpisodeResult]]:
     """``evaluate_actors`` over ``episodes`` held-out maps in ``workers`` Ray tasks (connect first)."""
-    model = None if policy is None else ray.put((policy.config, {k: v.cpu() for k, v in policy.state_dict().items()}))
+    model = None if policy is None else ray.put((policy.config, policy.n_node_features, {k: v.cpu() for k, v in policy.state_dict().items()}))
     chunks = contiguous_slices(episodes, min(workers, episodes))
     refs = [evaluate_chunk.remote(names, model, env_config, chunk, seed) for chunk in chunks]
     done: dict[int, dict[str, list[EpisodeResult]]] = {}

@@ -4,6 +4,8 @@ import torch
 
 import evaluate
 import train
+from env.observation import N_NODE_FEATURES
+from graph_batch import collate
 from rl.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from rl.envs import make_env, with_env_overrides
@@ -61,6 +63,26 @@ def test_init_from_starts_a_new_run_from_the_weights_alone(smoke_run, tmp_path, 
     trainer.train(max_updates=1, progress=False)
     assert load_checkpoint(latest_checkpoint(tmp_path / "new"))["update"] == 1
     assert Trainer.resume(tmp_path / "new").update == 1  # a resume takes its own checkpoint, not init_from
+
+
+def test_init_from_weights_without_context_features_plays_as_they_do_until_trained(smoke_run, tmp_path):
+    trainer = Trainer.create(smoke_config(tmp_path / "new", f"run.init_from={smoke_run}",
+                                          "env.kwargs.context_features=true"), tmp_path / "new")
+    trained, config = load_policy(smoke_run)
+    embedding = trainer.policy.actor_trunk.initial_embedding.weight
+    assert embedding.shape[1] == N_NODE_FEATURES + 4 and not embedding[:, N_NODE_FEATURES:].any()
+    torch.testing.assert_close(embedding[:, :N_NODE_FEATURES], trained.actor_trunk.initial_embedding.weight,
+                               rtol=0, atol=0)
+    plain, rich = make_env(config.env), make_env(trainer.config.env)
+    a, _ = plain.reset(seed=5)
+    b, _ = rich.reset(seed=5)
+    assert b["node_features"][:, N_NODE_FEATURES:].any()  # the new columns carry something to ignore
+    with torch.no_grad():
+        torch.testing.assert_close(trainer.policy(collate(b)), trained(collate(a)), rtol=0, atol=0)
+    trainer.train(max_updates=1, progress=False)
+    assert trainer.policy.actor_trunk.initial_embedding.weight[:, N_NODE_FEATURES:].any()  # now they count
+    _, reloaded = load_policy(tmp_path / "new")
+    assert reloaded.env.kwargs["context_features"] is True
 
 
 def test_init_from_weights_of_another_network_is_refused_before_anything_is_written(smoke_run, tmp_path, capsys):
