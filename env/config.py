@@ -61,7 +61,8 @@ class GridExploreConfig:
     """Neighbour slots per node, self included (slot 0): the action space size. 9 = self + 8
     lattice neighbours; 5 to 8 = self + the 4 axis-aligned ones; slots beyond are padding."""
     n_max: int | None = None
-    """Node capacity of the observation; None = the most the lattice can hold on this map."""
+    """Node capacity of the observation; None = the most the lattice can hold on this map and a
+    sixteenth more (at least 4) for lookouts (``node_capacity``)."""
     max_steps: int = 256
     """Steps after which the episode is truncated."""
     strict_actions: bool = False
@@ -129,6 +130,13 @@ class GridExploreConfig:
     def lattice_capacity(self, height: int, width: int) -> int:
         """The most lattice points a map of this size can hold, whatever the start cell."""
         return math.ceil(height / self.node_spacing) * math.ceil(width / self.node_spacing)
+
+    def node_capacity(self, height: int, width: int) -> int:
+        """The default ``n_max``: the lattice's capacity and room for lookouts, the nodes the
+        graph adds where its lattice nodes cannot see into a pocket (``ViewpointGraph.add_lookout``):
+        a sixteenth more, at least 4."""
+        lattice = self.lattice_capacity(height, width)
+        return lattice + max(4, lattice // 16)
 
 
 def _check_int(name: str, value: Any, low: int) -> None:

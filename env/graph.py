@@ -10,6 +10,12 @@ or the shortest path through a door the lattice misses), and exists once every c
 route is known free. Because the belief only ever gains known cells and the world is static, a
 valid edge stays valid: edges, nodes and indices only grow.
 
+A lattice node cannot always see all of its box: a niche behind the end of a wall, the dead end
+of a corridor. When no node sees a frontier while the map is not yet explored, the env asks for
+a *lookout* (``add_lookout``): a node at the nearest known-free cell that sees one, joined to one
+node through a slot no lattice edge can ever take. Every free cell in sight of a cell that a
+known-free path reaches is thus in sight of a node in the end.
+
 Per-node utility (the reference's "observable frontiers") counts the frontier cells within
 ``utility_range`` whose sight line from the node runs over known-free cells only.
 
@@ -24,7 +30,7 @@ import heapq
 import numpy as np
 
 from env.geometry import flat_index, map_cells, sight_table
-from env.lattice import LatticeGeometry, PathField, hop_length, opposite
+from env.lattice import LATTICE_STEPS, LatticeGeometry, PathField, hop_length, opposite
 from env.sensing import FREE
 
 
@@ -64,6 +70,9 @@ class ViewpointGraph:
         self.tails: dict[int, np.ndarray] = {}  # lattice point -> centre cells, position to site
         self.entries: dict[tuple[int, int], np.ndarray] = {}  # (lattice, step) -> its own sweep
         self.hop_length = lattice.route_length.copy()  # [n_lattice, steps], set anew for rerouted hops
+        # Lookout nodes (see _open_lookout) take ids past the lattice's sentinel row, and a slot of
+        # the node they are reached from: the graph's own copy of the lattice's neighbour table.
+        self.lattice_neighbor = lattice.lattice_neighbor.copy()
         self._add(np.array([lattice.start_lattice]))
 
     def _add(self, lattice: np.ndarray) -> None:
@@ -97,7 +106,7 @@ class ViewpointGraph:
         todo = todo[self.edge_undecided[todo].any(axis=1)]
         while todo.size:
             self._decide_edges(belief, todo)
-            reach = self.geometry.lattice_neighbor[todo][self.edge_valid[todo]]
+            reach = self.lattice_neighbor[todo][self.edge_valid[todo]]
             todo = np.unique(reach[~in_graph[reach]])
             self._add(todo)
             in_graph[todo] = True
@@ -138,7 +147,7 @@ class ViewpointGraph:
     def _step_neighbors(self) -> np.ndarray:
         """[n_nodes, steps] the node one lattice step away in each direction, -1 where no edge."""
         lattice = self.lattice_of_node[: self.n_nodes]
-        return np.where(self.edge_valid[lattice], self.node_of_lattice[self.geometry.lattice_neighbor[lattice]], -1)
+        return np.where(self.edge_valid[lattice], self.node_of_lattice[self.lattice_neighbor[lattice]], -1)
 
     def neighbors(self) -> np.ndarray:
         """[n_max, K] int64 neighbour table: slot 0 = self, -1 = no edge / padding node."""
@@ -230,7 +239,7 @@ class ViewpointGraph:
         # Every (node, lattice neighbour without a node) pair with a frontier cell within sight
         # range of their two boxes, searched together.
         points = self.lattice_of_node[: self.n_nodes]
-        others = geometry.lattice_neighbor[points]  # [n, steps]
+        others = self.lattice_neighbor[points]  # [n, steps]
         node, step = np.nonzero((others < geometry.n_lattice) & (self.node_of_lattice[others] < 0))  # [pairs]
         if not node.size:
             return False
@@ -257,6 +266,93 @@ class ViewpointGraph:
         if best:
             self._grow(belief, np.array(list(best)))
         return bool(best)
+
+    def add_lookout(self, belief: np.ndarray, frontier: np.ndarray) -> bool:
+        """When no node sees a frontier (after ``update``): add one *lookout*, a node at the
+        known-free cell nearest a node (along a known-free path, within ``2 spacing +
+        utility_range`` cells of it on each axis) that sees a frontier cell, joined to that node
+        alone through one of its spare slots. Returns whether one was added.
+
+        Lattice nodes miss a pocket in a box whose node cannot see into it while every lattice
+        neighbour already has its node (a niche behind the end of a wall, the dead end of a
+        corridor): no lattice point is left to place a node for it. A lookout is a dead end the
+        robot walks into and out of again. A *spare* slot is a direction that no edge can ever
+        take: no lattice point beyond it (the map's edge), or a lattice neighbour that has its node
+        but no route to this one; a lookout's own slots other than the way back are spare, so a
+        deeper pocket gets a lookout from a lookout. The graph holds at most ``n_max`` nodes: with
+        no room left it stays as it is. The env calls this only while its episode would otherwise
+        end short of exploring the map (``env.grid_explore``).
+        """
+        if self.n_nodes >= self.n_max:
+            return False
+        p = self.pad
+        seen = map_cells(np.flatnonzero(frontier), p, self.stride)  # [F, 2]
+        reach = 2 * self.spacing + self.utility_range
+        node_rc = self.node_rc[: self.n_nodes]
+        near = (np.abs(node_rc[:, None] - seen[None]).max(axis=2) <= reach).any(axis=1)  # [n]
+        spare = self._spare_slots(self.lattice_of_node[: self.n_nodes])  # [n, steps]
+        node = np.flatnonzero(near & spare.any(axis=1))
+        if not node.size:
+            return False
+        blocked = (belief.reshape(-1, self.stride) != FREE)[p : p + self.height, p : p + self.width]
+        corner = np.array([self.height - 1, self.width - 1])
+        field = PathField(blocked, node_rc[node], np.maximum(node_rc[node] - reach, 0),
+                          np.minimum(node_rc[node] + reach, corner))
+        best = None  # (path length, i, cell)
+        for i in range(node.size):
+            cells = np.array(field.reached(i), dtype=np.int64).reshape(-1, 2)
+            cells = cells[(np.abs(cells[:, None] - seen[None]).max(axis=2) <= self.utility_range).any(axis=1)]
+            sees = self._utility_at(flat_index(cells, p, self.stride), belief, frontier) > 0
+            for cell, length in zip(cells[sees].tolist(), field.lengths(i, cells[sees]).tolist()):
+                best = min(best or (length, i, cell), (length, i, cell))
+        if best is None:
+            return False
+        _, i, cell = best
+        self._add_lookout(int(node[i]), spare[node[i]], cell, field.route(i, tuple(cell))[1])
+        self._update_utility(belief, frontier)
+        return True
+
+    def _spare_slots(self, points: np.ndarray) -> np.ndarray:
+        """[n, steps] bool: the directions of lattice points (or lookouts) ``points`` that no edge
+        can ever take (see ``add_lookout``)."""
+        n_lattice = self.geometry.n_lattice
+        beyond = self.lattice_neighbor[points]  # [n, steps]
+        spare = beyond == n_lattice
+        real = points < n_lattice
+        no_route = self.geometry.neighbor[points[real]] == n_lattice
+        spare[real] |= no_route & (self.node_of_lattice[beyond[real]] >= 0)
+        return spare & ~self.edge_valid[points]
+
+    def _add_lookout(self, node: int, spare: np.ndarray, cell: list[int], centre: np.ndarray) -> None:
+        """Lookout node at ``cell`` joined to ``node`` along the ``centre`` cells of its route, through
+        the spare direction (``spare`` [steps]) nearest to the way it goes."""
+        point = int(self.lattice_of_node[node])
+        steps = np.array(LATTICE_STEPS[: spare.size], dtype=float)
+        heading = (steps @ (np.array(cell) - self.node_rc[node])) / np.hypot(*steps.T)
+        step = int(np.argmax(np.where(spare, heading, -np.inf)))
+        back, lookout = opposite(step), len(self.node_of_lattice)
+        self._room_for(lookout + 1)
+        self.node_of_lattice[lookout], self.lattice_of_node[self.n_nodes] = self.n_nodes, lookout
+        self.node_rc[self.n_nodes] = cell
+        self.n_nodes += 1
+        self.position_flat[lookout] = flat_index(np.array(cell), self.pad, self.stride)
+        self.lattice_neighbor[point, step], self.lattice_neighbor[lookout, back] = lookout, point
+        self.edge_valid[point, step] = self.edge_valid[lookout, back] = True
+        sweep = flat_index(centre, self.pad, self.stride)
+        self.entries[point, step], self.entries[lookout, back] = sweep, sweep[::-1].copy()
+        self.hop_length[point, step] = self.hop_length[lookout, back] = hop_length(self.geometry.occupied, centre)
+
+    def _room_for(self, ids: int) -> None:
+        """Grow the arrays indexed by lattice point to hold ids ``0 .. ids - 1`` (lookouts' ids
+        follow the lattice's sentinel ``n_lattice``, whose row in them is never used)."""
+        def grown(array: np.ndarray, fill) -> np.ndarray:
+            extra = np.full((ids - len(array), *array.shape[1:]), fill, dtype=array.dtype)
+            return np.concatenate([array, extra])
+
+        self.node_of_lattice = grown(self.node_of_lattice, -1)
+        self.edge_valid, self.edge_undecided = grown(self.edge_valid, False), grown(self.edge_undecided, False)
+        self.hop_length, self.position_flat = grown(self.hop_length, 0.0), grown(self.position_flat, 0)
+        self.lattice_neighbor = grown(self.lattice_neighbor, self.geometry.n_lattice)
 
     def _add_approach(self, point: int, step: int, other: int, cell: tuple[int, int], route) -> None:
         """Node for lattice point ``other`` at ``cell``, joined to ``point`` along ``route``."""

@@ -64,8 +64,10 @@ class GridExploreEnv(gym.Env):
         ``terminated`` once no node has utility (no frontier is left that any viewpoint of the
         graph can see) and at least ``EXPLORED_COVERAGE`` (0.99) of the free cells 4-connected to
         the start are known: the only ending that counts as a success. Out of utility short of
-        that, the episode ends ``truncated`` with ``info["stuck"]`` True (the graph could not
-        reach the rest); ``truncated`` also after ``max_steps`` steps. ``info`` holds
+        that, the graph first adds a *lookout*, a node where a known-free path leads to a view
+        of the frontier that no node sees (``ViewpointGraph.add_lookout``); only where none can be
+        placed (or ``n_max`` is full) does the episode end ``truncated`` with ``info["stuck"]``
+        True; ``truncated`` also after ``max_steps`` steps. ``info`` holds
         ``coverage`` (fraction of the free cells reachable from the start that are known),
         ``travel_distance`` (cells travelled so far), ``stuck``, ``invalid_action``,
         ``new_cells``, ``n_nodes``, ``map_family``.
@@ -85,7 +87,7 @@ class GridExploreEnv(gym.Env):
         if cfg.n_max is not None and cfg.n_max < capacity:
             raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
                              f"{self.height}x{self.width} map can hold; allowed: None or >= {capacity}")
-        self.n_max = cfg.n_max or capacity
+        self.n_max = cfg.n_max or cfg.node_capacity(self.height, self.width)
         self.n_features = len(node_feature_names(cfg.context_features))
         self.observation_space = observation_space(self.n_max, cfg.k, self.n_features)
         self.action_space = gym.spaces.Discrete(cfg.k)
@@ -213,7 +215,7 @@ class GridExploreEnv(gym.Env):
             if new_cells:
                 self._refresh()
         self.steps += 1
-        explored = self.known_free >= self.required_coverage * self.reachable_free
+        explored = self._explored()
         terminated = self._exhausted and explored
         self.stuck = self._exhausted and not explored
         truncated = not terminated and (self.stuck or self.steps >= cfg.max_steps)
@@ -221,6 +223,9 @@ class GridExploreEnv(gym.Env):
         reward = step_reward(new_cells, distance, terminated, invalid,
                              sensor_range=cfg.sensor_range, node_spacing=cfg.node_spacing)
         return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)
+
+    def _explored(self) -> bool:
+        return self.known_free >= self.required_coverage * self.reachable_free
 
     def _reveal(self, observed: np.ndarray) -> int:
         new = reveal(self.belief.ravel(), self._truth, observed)  # ravel: a view, written through
@@ -232,6 +237,8 @@ class GridExploreEnv(gym.Env):
         self.frontier = frontier_mask(self.belief)
         graph = self.graph
         graph.update(self.belief.ravel(), self.frontier.ravel())
+        if not graph.utility.any() and not self._explored():  # it would end stuck: look in the pockets
+            graph.add_lookout(self.belief.ravel(), self.frontier.ravel())
         n = graph.n_nodes
         self._neighbors = graph.neighbors()
         # Node positions as (rel_x, rel_y) scale, shifted by the robot's at each observation.

@@ -289,6 +289,10 @@ class PathField:
         rows, cols = np.nonzero(np.isfinite(self.distance[i]))
         return list(zip((rows - 1 + self.low[i, 0]).tolist(), (cols - 1 + self.low[i, 1]).tolist()))
 
+    def lengths(self, i: int, cells: np.ndarray) -> np.ndarray:
+        """[m] shortest path lengths in box ``i`` to ``cells`` ([m, 2] (row, col) it reaches)."""
+        return self.distance[i, cells[:, 0] - self.low[i, 0] + 1, cells[:, 1] - self.low[i, 1] + 1]
+
     def route(self, i: int, target: tuple[int, int]):
         """(cells to check, centre cells, length) of a shortest path in box ``i`` to ``target``,
         or None where it cannot be reached: the path's cells plus the corners its diagonal moves

@@ -115,9 +115,9 @@ def test_make_accepts_keyword_overrides():
     assert truncated and not terminated
 
 
-def test_default_n_max_is_the_lattice_capacity():
-    env = GridExploreEnv()
-    assert env.n_max == math.ceil(40 / 4) ** 2
+@pytest.mark.parametrize("size, expected", [(40, 100 + 6), (16, 16 + 4), (80, 400 + 25)])
+def test_default_n_max_is_the_lattice_capacity_and_room_for_lookouts(size, expected):
+    assert GridExploreEnv(map_size=size).n_max == expected
 
 
 @pytest.mark.parametrize("kwargs, message", [
