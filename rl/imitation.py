@@ -1,7 +1,8 @@
 """Imitation of the true-map lookahead, DAgger style: a start for PPO where greedy is hard to beat.
 
     python -m rl.imitation --config configs/dungeon.yaml --out runs/imitation [--init-from WEIGHTS]
-        [--rounds 4] [--states 20000] [--epochs 3] [--validation-maps 100] [KEY=VALUE ...]
+        [--rounds 4] [--states 20000] [--epochs 3] [--validation-maps 100] [--temperature T]
+        [KEY=VALUE ...]
 
 PPO learns from one sampled move per state and that move's gain over greedy's (GAE on greedy's
 value, ``rl.bootstrap``). The lookahead prices every valid move of a state on the true map
@@ -21,7 +22,20 @@ value, ``rl.bootstrap``). The lookahead prices every valid move of a state on th
 
    Its minimiser takes the move whose cost is least in expectation over the maps the
    observation allows, the best a policy that does not see the map can do; cross-entropy to the
-   oracle's move would teach the move most often best instead;
+   oracle's move would teach the move most often best instead. Its gradient for a move is
+   pi(a|s) times that move's advantage, so a peaked policy hardly learns about the moves it
+   rarely takes. ``--temperature T`` (in node spacings) minimises instead the cross-entropy to
+   the softmin of the regrets,
+
+   .. math::
+
+       L_T = -\\mathbb{E}_s \\Big[ \\sum_a q_T(a \\mid s) \\log \\pi(a \\mid s) \\Big]
+           - c_H \\, \\mathbb{E}_s \\big[ H(\\pi) \\big], \\qquad
+       q_T(a \\mid s) \\propto \\exp\\big(-\\text{regret}(s, a) / T\\big),
+
+   whose gradient, pi - q_T, does not fade; its minimiser is the mean of q_T over the maps the
+   observation allows, which ranks moves by expected regret as T grows and by how often they
+   are best as T shrinks;
 3. **validate**: the policy's argmax on the first ``--validation-maps`` maps of the config's
    ``map_dir`` validation split (procedural maps: held-out seeds), travel / greedy per map.
 
@@ -38,7 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -94,14 +108,23 @@ def expected_regret(logits: Tensor, costs: Tensor, spacing: float) -> Tensor:
     return (masked_policy(logits).probs * regrets(costs, spacing)).sum(-1)
 
 
-def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: float) -> tuple[Tensor, dict[str, float]]:
-    """The module docstring's L for a minibatch (logits and costs [B,K], as ``expected_regret``).
-    Returns the loss and its parts."""
+def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: float,
+                   temperature: float = 0.0) -> tuple[Tensor, dict[str, float]]:
+    """The module docstring's L for a minibatch (logits and costs [B,K], as ``expected_regret``),
+    or with ``temperature`` T > 0 its L_T. Returns the loss and its parts (the expected regret
+    whichever is minimised)."""
+    policy = masked_policy(logits)
     regret = expected_regret(logits, costs, spacing).mean()
-    entropy = masked_policy(logits).entropy().mean()
+    entropy = policy.entropy().mean()
     with torch.no_grad():
         best = (costs.gather(-1, logits.argmax(-1, keepdim=True)) == costs.min(-1, keepdim=True).values).float().mean()
-    return regret - ent_coef * entropy, {"regret": regret.item(), "entropy": entropy.item(), "argmax_best": best.item()}
+    parts = {"regret": regret.item(), "entropy": entropy.item(), "argmax_best": best.item()}
+    if temperature == 0:
+        return regret - ent_coef * entropy, parts
+    valid = logits > torch.finfo(logits.dtype).min  # PolicyNet leaves masked slots at the minimum
+    target = torch.softmax(torch.where(valid, -regrets(costs, spacing) / temperature, -torch.inf), dim=-1)
+    cross_entropy = -torch.where(valid, target * policy.logits, 0.0).sum(-1).mean()
+    return cross_entropy - ent_coef * entropy, parts
 
 
 def collect(policy: nn.Module, config: Config, n_states: int, round_index: int, stop: StopOnSignal) -> Labelled:
@@ -142,7 +165,7 @@ def _compact(key: str, value: np.ndarray) -> np.ndarray:
 
 def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labelled, epochs: int,
                  minibatch: int, spacing: float, ent_coef: float, size_buckets: int, seed: int,
-                 stop: StopOnSignal) -> dict[str, float]:
+                 stop: StopOnSignal, temperature: float = 0.0) -> dict[str, float]:
     """``epochs`` shuffled passes of minibatch steps over ``data``; the last epoch's mean loss parts."""
     policy.train()
     generator = torch.Generator().manual_seed(seed)
@@ -156,7 +179,7 @@ def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labe
             if stop.requested:
                 return {}
             logits, _ = forward_observations(policy, {key: value[index] for key, value in obs.items()}, size_buckets)
-            loss, parts = imitation_loss(logits, costs[index], spacing, ent_coef)
+            loss, parts = imitation_loss(logits, costs[index], spacing, ent_coef, temperature)
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
@@ -192,27 +215,41 @@ def write_round(path: Path, policy: nn.Module, config: Config, trained: dict) ->
     atomic_write(path, lambda f: torch.save(state, f))
 
 
-def run(config: Config, out: Path, rounds: int, states: int, epochs: int, validation_maps: int,
-        learning_rate: float, minibatch: int, ent_coef: float, stop: StopOnSignal) -> Path | None:
+@dataclass(frozen=True)
+class Settings:
+    """The command line's settings of the rounds (``main``'s options)."""
+
+    rounds: int
+    states: int
+    epochs: int
+    validation_maps: int
+    learning_rate: float
+    minibatch: int
+    ent_coef: float
+    temperature: float
+
+
+def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal) -> Path | None:
     """The rounds of the module docstring; returns the newest round file written (None if none)."""
+    s = settings
     policy = build_policy(config)
     if config.run.init_from:
         load_initial_weights(policy, config)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=s.learning_rate, eps=1e-5)
     spacing = float(config.env.kwargs.get("node_spacing", 4))
     held_out = validation_env(config.env)
-    n_validation = min(validation_maps, map_dir_size(held_out) or validation_maps)
+    n_validation = min(s.validation_maps, map_dir_size(held_out) or s.validation_maps)
     greedy_results = evaluate_actors({"greedy": greedy}, held_out, n_validation, seed=0, progress=False)["greedy"]
     log: list[dict] = []
     newest, parts = None, []
-    for r in range(rounds):
-        parts.append(collect(policy, config, states, r, stop))
+    for r in range(s.rounds):
+        parts.append(collect(policy, config, s.states, r, stop))
         if stop.requested:
             break
         data = Labelled.join(parts)
         fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
-        fit = train_epochs(policy, optimizer, data, epochs, minibatch, spacing, ent_coef,
-                           config.ppo.size_buckets, config.seed * 1_000 + r, stop)
+        fit = train_epochs(policy, optimizer, data, s.epochs, s.minibatch, spacing, s.ent_coef,
+                           config.ppo.size_buckets, config.seed * 1_000 + r, stop, s.temperature)
         if stop.requested:
             break
         policy.eval()
@@ -227,7 +264,7 @@ def run(config: Config, out: Path, rounds: int, states: int, epochs: int, valida
               f"(n={n}), success {success:.2f}", flush=True)
         newest = out / f"round_{r:02d}.pt"
         write_round(newest, policy, config, {"from": "imitation", "round": r, "states": len(data),
-                                             "init_from": config.run.init_from})
+                                             "init_from": config.run.init_from, "settings": asdict(s)})
         atomic_write_text(out / "imitation.json", json.dumps(log, indent=2))
     return newest
 
@@ -244,13 +281,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-rate", type=float, default=1e-4)
     parser.add_argument("--minibatch", type=int, default=256)
     parser.add_argument("--ent-coef", type=float, default=0.01)
+    parser.add_argument("--temperature", type=float, default=0.0,
+                        help="0: minimise the expected regret; T > 0: cross-entropy to softmin(regret / T), "
+                             "T in node spacings (module docstring)")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. env.kwargs.map_dir=PATH")
     args = parser.parse_intermixed_args(argv)
     for name in ("rounds", "states", "epochs", "validation_maps", "minibatch"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1, got {getattr(args, name)}")
-    if not args.learning_rate > 0 or args.ent_coef < 0:
-        parser.error(f"--learning-rate must be > 0 and --ent-coef >= 0, got {args.learning_rate} and {args.ent_coef}")
+    if not args.learning_rate > 0 or args.ent_coef < 0 or args.temperature < 0:
+        parser.error(f"--learning-rate must be > 0, --ent-coef and --temperature >= 0, got {args.learning_rate}, "
+                     f"{args.ent_coef} and {args.temperature}")
     try:
         init = [f"run.init_from={args.init_from}"] if args.init_from else []
         config = load_config(args.config, [*args.overrides, *init])
@@ -258,8 +299,9 @@ def main(argv: list[str] | None = None) -> int:
             raise FileExistsError(f"{args.out} exists and is not empty: choose another --out")
         args.out.mkdir(parents=True, exist_ok=True)
         with StopOnSignal("stopping; the files of the rounds already finished stay") as stop:
-            newest = run(config, args.out, args.rounds, args.states, args.epochs, args.validation_maps,
-                         args.learning_rate, args.minibatch, args.ent_coef, stop)
+            settings = Settings(args.rounds, args.states, args.epochs, args.validation_maps, args.learning_rate,
+                                args.minibatch, args.ent_coef, args.temperature)
+            newest = run(config, args.out, settings, stop)
     except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

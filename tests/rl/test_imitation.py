@@ -84,6 +84,21 @@ def test_regret_and_loss_by_hand():
     assert loss.item() == pytest.approx(0.75 - 0.5 * entropy)
 
 
+def test_the_soft_loss_by_hand_ignores_masked_slots():
+    logits = torch.tensor([[0.0, math.log(3.0), torch.finfo(torch.float32).min]])
+    costs = torch.tensor([[10.0, 12.0, math.inf]])
+    loss, parts = imitation_loss(logits, costs, spacing=2.0, ent_coef=0.5, temperature=1.0)
+    q_best = 1 / (1 + math.exp(-1.0))  # softmin of regrets (0, 1) at T = 1; the masked slot gets 0
+    cross_entropy = -(q_best * math.log(0.25) + (1 - q_best) * math.log(0.75))
+    entropy = -(0.25 * math.log(0.25) + 0.75 * math.log(0.75))
+    assert loss.item() == pytest.approx(cross_entropy - 0.5 * entropy)
+    assert parts["regret"] == pytest.approx(0.75)  # reported as with the regret loss
+    logits.requires_grad_(True)
+    imitation_loss(logits, costs, spacing=2.0, ent_coef=0.0, temperature=1.0)[0].backward()
+    assert logits.grad[0, :2].tolist() == pytest.approx([0.25 - q_best, 0.75 - (1 - q_best)])  # pi - q
+    assert logits.grad[0, 2] == 0
+
+
 def test_a_move_greedy_cannot_finish_after_costs_the_cap():
     costs = torch.tensor([[7.0, math.inf, 9.0]])
     assert regrets(costs, spacing=1.0).tolist() == [[0.0, REGRET_CAP, 2.0]]
@@ -105,14 +120,15 @@ def test_collected_states_carry_their_own_costs(labelled):
     assert len({bytes(row) for row in data.obs["node_features"].reshape(96, -1)}) > 48  # states differ
 
 
-def test_training_lowers_the_regret_on_the_states_it_fits(labelled):
+@pytest.mark.parametrize("temperature", [0.0, 0.5])
+def test_training_lowers_the_regret_on_the_states_it_fits(labelled, temperature):
     config, data = labelled
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
     with StopOnSignal() as stop:
         before = train_epochs(policy, torch.optim.SGD(policy.parameters(), lr=0.0), data, 1, 96, 4.0, 0.0, 1, 0, stop)
-        after = train_epochs(policy, optimizer, data, 40, 32, 4.0, 0.0, 1, 0, stop)
+        after = train_epochs(policy, optimizer, data, 40, 32, 4.0, 0.0, 1, 0, stop, temperature)
     assert after["regret"] < 0.5 * before["regret"]
     assert after["argmax_best"] > before["argmax_best"]
 
@@ -131,7 +147,8 @@ def test_the_program_writes_rounds_that_load_and_play(tmp_path, capsys):
     assert imitation.main(args) == 2 and "is not empty" in capsys.readouterr().err  # never overwrites
 
 
-@pytest.mark.parametrize("bad", [["--rounds", "0"], ["--states", "-1"], ["--learning-rate", "0"]])
+@pytest.mark.parametrize("bad", [["--rounds", "0"], ["--states", "-1"], ["--learning-rate", "0"],
+                                 ["--temperature", "-1"]])
 def test_bad_settings_are_refused_before_anything_is_written(tmp_path, bad, capsys):
     with pytest.raises(SystemExit):
         imitation.main(["--config", "configs/smoke.yaml", "--out", str(tmp_path / "x"), *bad])
