@@ -132,6 +132,12 @@ class PPOConfig:
     size_buckets: int = 4
     """Slices of similar graph size each minibatch is evaluated in (``graph_batch.forward_observations``):
     the same losses, computed faster on the CPU; 1 evaluates it in one call."""
+    update_dtype: Literal["float32", "bfloat16"] = "float32"
+    """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
+    ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update faster on CPUs with bf16
+    instructions (AVX-512 BF16, AMX) and on GPUs (docs/performance.md); the weights, Adam, the
+    logits and the losses stay float32. Collection and evaluation always run float32: one
+    observation at a time, bf16 is slower on the CPU."""
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):

@@ -79,9 +79,9 @@ def collate(obs: Mapping[str, Any], device: torch.device | str = "cpu") -> Graph
     )
 
 
-def forward_observations(policy: nn.Module, obs: Mapping[str, Tensor], size_buckets: int = 1
-                         ) -> tuple[Tensor, Tensor]:
-    """``policy(collate(obs))`` -> (logits [B,K], values [B]), in the order of ``obs``.
+def forward_observations(policy: nn.Module, obs: Mapping[str, Tensor], size_buckets: int = 1,
+                         trunk_dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    """``policy(collate(obs), trunk_dtype=trunk_dtype)`` -> (logits [B,K], values [B]), in the order of ``obs``.
 
     With ``size_buckets`` > 1 the batch is sorted by graph size and run as that many calls on
     consecutive slices. One call trims padding only down to its largest graph, so early-episode
@@ -91,10 +91,10 @@ def forward_observations(policy: nn.Module, obs: Mapping[str, Tensor], size_buck
     """
     device = next(policy.parameters()).device
     if size_buckets <= 1:
-        return policy(collate(obs, device))
+        return policy(collate(obs, device), trunk_dtype=trunk_dtype)
     obs = {key: torch.as_tensor(value) for key, value in obs.items()}
     order = obs[NODE_MASK].sum(-1).argsort(stable=True)  # [B], smallest graph first
-    parts = [policy(collate({key: value[index] for key, value in obs.items()}, device))
+    parts = [policy(collate({key: value[index] for key, value in obs.items()}, device), trunk_dtype=trunk_dtype)
              for index in order.tensor_split(min(size_buckets, len(order)))]
     logits, values = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
     restore = order.argsort().to(device)  # back to the caller's order

@@ -70,7 +70,10 @@ class PolicyNet(nn.Module):
 
     ``forward(batch)`` returns ``(logits [B,K], value [B])``; masked slots hold the dtype's most
     negative value, so they have probability 0 under ``Categorical(logits=logits)``. With
-    ``need_weights=True`` it returns ``(logits, value, AttentionWeights)``.
+    ``need_weights=True`` it returns ``(logits, value, AttentionWeights)``. ``trunk_dtype``
+    ``torch.bfloat16`` runs the trunks (embedding, encoder, decoder) under ``torch.autocast``, their
+    matrix products in bf16 (``ppo.update_dtype``); the pointer and the value head, and so the
+    logits and the value, stay float32.
 
     Parameters sit under ``actor_trunk.`` (embedding, encoder, decoder), ``pointer.`` and
     ``value_head.``, plus ``critic_trunk.`` when ``separate_critic``. The reference's weights load
@@ -86,18 +89,21 @@ class PolicyNet(nn.Module):
         self.value_head = nn.Linear(config.embed_dim, 1)
 
     @overload
-    def forward(self, batch: GraphBatch, need_weights: Literal[False] = False) -> tuple[Tensor, Tensor]: ...
+    def forward(self, batch: GraphBatch, need_weights: Literal[False] = False,
+                trunk_dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]: ...
 
     @overload
-    def forward(self, batch: GraphBatch, need_weights: Literal[True]) -> tuple[Tensor, Tensor, AttentionWeights]: ...
+    def forward(self, batch: GraphBatch, need_weights: Literal[True],
+                trunk_dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor, AttentionWeights]: ...
 
-    def forward(self, batch: GraphBatch, need_weights: bool = False):
+    def forward(self, batch: GraphBatch, need_weights: bool = False, trunk_dtype: torch.dtype = torch.float32):
         B, K = batch.action_mask.shape
-        current, h, encoder_weights, decoder_weights = self.actor_trunk(batch, need_weights)  # [B,1,D], [B,N,D]
+        with torch.autocast(batch.node_features.device.type, dtype=trunk_dtype, enabled=trunk_dtype != torch.float32):
+            current, h, encoder_weights, decoder_weights = self.actor_trunk(batch, need_weights)  # [B,1,D], [B,N,D]
+            critic_current = current if self.critic_trunk is None else self.critic_trunk(batch)[0]  # [B,1,D]
+        current, h, critic_current = current.float(), h.float(), critic_current.float()
         candidates = h.gather(1, batch.candidates.unsqueeze(-1).expand(B, K, h.shape[-1]))  # [B,K,D]
         logits = self.pointer(current, candidates, batch.action_mask).squeeze(1)  # [B,1,K] -> [B,K]
-
-        critic_current = current if self.critic_trunk is None else self.critic_trunk(batch)[0]  # [B,1,D]
         value = self.value_head(critic_current).reshape(B)  # [B]
         if not need_weights:
             return logits, value

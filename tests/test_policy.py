@@ -62,6 +62,28 @@ def test_attention_implementations_give_the_same_policy():
         torch.testing.assert_close(value, outputs[0][1])
 
 
+def test_a_bf16_trunk_feeds_float32_logits_close_to_the_float32_ones():
+    policy, obs = make_policy(), observations(4)
+    dtypes = {}
+
+    def record_dtype(name):
+        def hook(module, args, out):
+            dtypes[name] = (out[0] if isinstance(out, tuple) else out).dtype
+        return hook
+
+    for name in ("actor_trunk.encoder.layers.0.feed_forward.0", "pointer"):
+        policy.get_submodule(name).register_forward_hook(record_dtype(name))
+    logits, value = policy(collate(obs), trunk_dtype=torch.bfloat16)
+    assert dtypes == {"actor_trunk.encoder.layers.0.feed_forward.0": torch.bfloat16, "pointer": torch.float32}
+    assert logits.dtype == value.dtype == torch.float32
+    full_logits, full_value = policy(collate(obs))
+    valid = torch.as_tensor(obs["action_mask"]).bool()
+    assert torch.equal(logits[~valid], full_logits[~valid])  # float32's most negative value: probability 0
+    assert not torch.equal(logits[valid], full_logits[valid])  # it did compute in bf16
+    torch.testing.assert_close(logits[valid], full_logits[valid], rtol=0, atol=0.1)  # C = 10, bf16 keeps 8 bits
+    torch.testing.assert_close(value, full_value, rtol=0, atol=0.05)
+
+
 def test_need_weights_exposes_every_layer_and_the_pointer():
     obs = observations(2)
     n_used = int(obs["node_mask"].any(0).nonzero()[0].max()) + 1  # trailing padding is trimmed

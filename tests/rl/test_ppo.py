@@ -38,7 +38,8 @@ def synthetic_rollout(T=8, E=4, N=10, K=4, full=True):
     return rollout
 
 
-def test_update_raises_the_probability_of_actions_with_positive_advantage():
+@pytest.mark.parametrize("update_dtype", ["float32", "bfloat16"])
+def test_update_raises_the_probability_of_actions_with_positive_advantage(update_dtype):
     torch.manual_seed(0)
     policy = PolicyNet(ModelConfig(embed_dim=16, n_heads=2, n_layers=1, ff_dim=32))
     rollout = synthetic_rollout()
@@ -52,7 +53,8 @@ def test_update_raises_the_probability_of_actions_with_positive_advantage():
         rollout.values = values.view(8, 4)
     advantages = torch.where(actions.view(8, 4) == 0, 1.0, -1.0)  # staying in slot 0 was good, all else bad
     optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
-    stats = ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values, PPOConfig(), 0)
+    stats = ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values,
+                       PPOConfig(update_dtype=update_dtype), 0)
     with torch.no_grad():
         after = masked_policy(forward_observations(policy, obs)[0]).probs[:, 0]
     # From 0.376: +0.077 with SDPA, +0.048 with the neighbour kernel (auto). Adam turns the last-bit
