@@ -73,7 +73,7 @@ class PolicyNet(nn.Module):
     ``need_weights=True`` it returns ``(logits, value, AttentionWeights)``. ``trunk_dtype``
     ``torch.bfloat16`` runs the trunks (embedding, encoder, decoder) under ``torch.autocast``, their
     matrix products in bf16 (``ppo.update_dtype``); the pointer and the value head, and so the
-    logits and the value, stay float32.
+    logits and the value, stay in the weights' type. The default, float32, means no autocast.
 
     Parameters sit under ``actor_trunk.`` (embedding, encoder, decoder), ``pointer.`` and
     ``value_head.``, plus ``critic_trunk.`` when ``separate_critic``. The reference's weights load
@@ -98,10 +98,12 @@ class PolicyNet(nn.Module):
 
     def forward(self, batch: GraphBatch, need_weights: bool = False, trunk_dtype: torch.dtype = torch.float32):
         B, K = batch.action_mask.shape
-        with torch.autocast(batch.node_features.device.type, dtype=trunk_dtype, enabled=trunk_dtype != torch.float32):
+        autocast = trunk_dtype != torch.float32
+        with torch.autocast(batch.node_features.device.type, dtype=trunk_dtype, enabled=autocast):
             current, h, encoder_weights, decoder_weights = self.actor_trunk(batch, need_weights)  # [B,1,D], [B,N,D]
             critic_current = current if self.critic_trunk is None else self.critic_trunk(batch)[0]  # [B,1,D]
-        current, h, critic_current = current.float(), h.float(), critic_current.float()
+        if autocast:  # back to the weights' float type for the pointer and the value head
+            current, h, critic_current = (x.to(self.value_head.weight.dtype) for x in (current, h, critic_current))
         candidates = h.gather(1, batch.candidates.unsqueeze(-1).expand(B, K, h.shape[-1]))  # [B,K,D]
         logits = self.pointer(current, candidates, batch.action_mask).squeeze(1)  # [B,1,K] -> [B,K]
         value = self.value_head(critic_current).reshape(B)  # [B]
