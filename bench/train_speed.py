@@ -65,24 +65,26 @@ def main() -> None:
     args = parser.parse_args()
     if args.updates < 2:
         parser.error(f"--updates must be at least 2 (the first is a warm-up), got {args.updates}")
-    base = [*args.overrides, f"run.init_from={args.init_from}"]
+    base = [*args.overrides, *([f"run.init_from={args.init_from}"] if args.init_from else [])]
     settings = {"base": base, **{variant: [*base, *variant.split()] for variant in args.variant}}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in settings}
+    batch: dict[str, int] = {}  # env steps an update: a variant may change num_envs or num_steps
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for i, (name, overrides) in enumerate(settings.items()):
-                collect_s, update_s, batch = time_updates(args.config, overrides, args.updates, Path(tmp) / f"{r}_{i}")
+                collect_s, update_s, batch[name] = time_updates(args.config, overrides, args.updates,
+                                                                Path(tmp) / f"{r}_{i}")
                 times[name].append((collect_s, update_s))
                 print(f"round {r}, {name}: collection {collect_s:.2f} s, update {update_s:.2f} s", flush=True)
-    print(f"\n{args.config} {' '.join(base)}: {batch} env steps an update, median of {args.rounds} rounds")
-    print("| setting | collection s | PPO update s | env steps/s | speed-up |")
-    print("| --- | --- | --- | --- | --- |")
-    base_total = None
+    print(f"\n{args.config} {' '.join(base)}: seconds per update, median of {args.rounds} rounds")
+    print("| setting | env steps an update | collection s | PPO update s | env steps/s | speed-up |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    base_sps = None
     for name, pairs in times.items():
         collect_s, update_s = statistics.median(p[0] for p in pairs), statistics.median(p[1] for p in pairs)
-        base_total = base_total or collect_s + update_s
-        print(f"| {name} | {collect_s:.2f} | {update_s:.2f} | {batch / (collect_s + update_s):.0f} | "
-              f"{base_total / (collect_s + update_s):.2f}x |")
+        sps = batch[name] / (collect_s + update_s)
+        base_sps = base_sps or sps
+        print(f"| {name} | {batch[name]} | {collect_s:.2f} | {update_s:.2f} | {sps:.0f} | {sps / base_sps:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -61,11 +61,11 @@ def ppo_update(
 
     old_logprobs, old_values, actions = flat(rollout.logprobs), flat(rollout.values), flat(rollout.actions)
     advantages, returns = flat(advantages), flat(returns)
+    trunk_dtype = getattr(torch, config.update_dtype)
     clipfracs: list[float] = []
     for _ in range(config.update_epochs):
         for index in torch.randperm(batch_size).split(minibatch_size):
-            logits, new_values = forward_observations(policy, rollout.flat_obs(index), config.size_buckets,
-                                                      getattr(torch, config.update_dtype))
+            logits, new_values = forward_observations(policy, rollout.flat_obs(index), config.size_buckets, trunk_dtype)
             if not (torch.isfinite(logits).all() and torch.isfinite(new_values).all()):
                 raise NonFiniteLossError(f"the policy's outputs are not finite at global step {step}: the update "
                                          f"diverged (lower ppo.learning_rate?); no checkpoint was written from it")
