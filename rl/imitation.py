@@ -2,7 +2,7 @@
 
     python -m rl.imitation --config configs/dungeon.yaml --out runs/imitation [--init-from WEIGHTS]
         [--rounds 4] [--states 20000] [--epochs 3] [--validation-maps 100] [--temperature T]
-        [KEY=VALUE ...]
+        [--states-from EARLIER_OUT] [KEY=VALUE ...]
 
 PPO learns from one sampled move per state and that move's gain over greedy's (GAE on greedy's
 value, ``rl.bootstrap``). The lookahead prices every valid move of a state on the true map
@@ -43,8 +43,12 @@ Each round also reports the regret on its new states before it trains on them: t
 the policy that visited them, a held-out figure beside the training loss.
 
 After each round ``OUT/round_NN.pt`` holds the weights in the pretrained format
-(``rl.pretrained``: evaluate it, or continue with ``train.py --init-from OUT/round_NN.pt``) and
-``OUT/imitation.json`` every round's figures. Ctrl-C stops after saving nothing half-done: the
+(``rl.pretrained``: evaluate it, or continue with ``train.py --init-from OUT/round_NN.pt``),
+``OUT/states_NN.npz`` the round's labelled states (``Labelled.save``; a few MB per thousand states
+at 300 nodes) and ``OUT/imitation.json`` every round's figures. ``--states-from EARLIER_OUT`` trains
+on an earlier run's labelled states too, before its own: a new network (another size, say) starts
+from states that cost half an hour a round to label, and ``bench.imitation_fit`` compares networks
+on them without playing a map. Ctrl-C stops after saving nothing half-done: the
 finished rounds' files stay, and the last line names the newest.
 """
 from __future__ import annotations
@@ -63,7 +67,7 @@ from tqdm import tqdm
 from config import Config, ConfigError, EnvConfig, load_config
 from env.baselines import greedy
 from env.lookahead import LOOKAHEAD_COSTS
-from env.observation import ACTION_MASK, NEIGHBORS
+from env.observation import NEIGHBORS, NODE_FEATURES, n_node_features
 from graph_batch import forward_each, forward_observations, one_torch_thread
 from policy import build_policy
 from rl.atomic import atomic_write, atomic_write_text
@@ -74,6 +78,9 @@ from rl.interrupt import StopOnSignal, signal_exit_code
 from rl.ppo import masked_policy
 from rl.pretrained import weights_file
 from rl.trainer import load_initial_weights
+
+COSTS = "costs"
+"""The key of C(s, .) in a ``states_NN.npz`` beside the observation's keys."""
 
 REGRET_CAP = 10.0
 """The regret, in node spacings, of a move after which greedy cannot finish within the step limit."""
@@ -88,6 +95,29 @@ class Labelled:
 
     def __len__(self) -> int:
         return len(self.costs)
+
+    def save(self, path: Path) -> None:
+        """One compressed ``.npz``: the observation keys and ``costs`` (written whole or not at all)."""
+        atomic_write(path, lambda f: np.savez_compressed(f, costs=self.costs, **self.obs))
+
+    @classmethod
+    def load(cls, path: Path, n_features: int) -> "Labelled":
+        """A file of ``save``; ``ValueError`` naming it if its nodes do not carry ``n_features`` columns
+        (states of a run with other ``context_features``)."""
+        with np.load(path) as arrays:
+            data = cls({key: arrays[key] for key in arrays.files if key != COSTS}, arrays[COSTS])
+        if data.obs[NODE_FEATURES].shape[-1] != n_features:
+            raise ValueError(f"{path}: its states have {data.obs[NODE_FEATURES].shape[-1]} node features, this "
+                             f"config's observations {n_features} (env.kwargs.context_features must match)")
+        return data
+
+    @classmethod
+    def load_run(cls, folder: Path, n_features: int) -> list["Labelled"]:
+        """Every round's states of an earlier run's ``--out`` folder, in round order."""
+        paths = sorted(Path(folder).glob("states_*.npz"))
+        if not paths:
+            raise FileNotFoundError(f"{folder} holds no states_NN.npz: --states-from takes an rl.imitation --out folder")
+        return [cls.load(path, n_features) for path in paths]
 
     @classmethod
     def join(cls, parts: list["Labelled"]) -> "Labelled":
@@ -189,19 +219,27 @@ def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labe
     return {key: value / max(batches, 1) for key, value in sums.items()}
 
 
-def fresh_regret(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int, batch: int = 512) -> float:
-    """The policy's mean expected regret on ``data`` without training on it: on a round's new
-    states, before the round trains, it is the regret of the policy that visited them, as a
-    held-out figure beside the training loss."""
+def fit_on(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int, batch: int = 512) -> dict[str, float]:
+    """How well the policy fits ``data`` without training on it: its mean expected regret
+    (``regret``, node spacings) and how often its argmax is a best move (``argmax_best``)."""
     policy.eval()
-    total = 0.0
+    regret = best = 0.0
     with torch.no_grad():
         for start in range(0, len(data), batch):
             part = slice(start, start + batch)
             logits, _ = forward_observations(policy, {k: torch.from_numpy(v[part]) for k, v in data.obs.items()},
                                              size_buckets)
-            total += float(expected_regret(logits, torch.from_numpy(data.costs[part]), spacing).sum())
-    return total / max(len(data), 1)
+            costs = torch.from_numpy(data.costs[part])
+            regret += float(expected_regret(logits, costs, spacing).sum())
+            best += float((costs.gather(-1, logits.argmax(-1, keepdim=True)) == costs.min(-1, keepdim=True).values).sum())
+    return {"regret": regret / max(len(data), 1), "argmax_best": best / max(len(data), 1)}
+
+
+def fresh_regret(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int, batch: int = 512) -> float:
+    """The policy's mean expected regret on ``data`` without training on it: on a round's new
+    states, before the round trains, it is the regret of the policy that visited them, as a
+    held-out figure beside the training loss."""
+    return fit_on(policy, data, spacing, size_buckets, batch)["regret"]
 
 
 def validation_env(env: EnvConfig) -> EnvConfig:
@@ -229,8 +267,9 @@ class Settings:
     temperature: float
 
 
-def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal) -> Path | None:
-    """The rounds of the module docstring; returns the newest round file written (None if none)."""
+def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earlier: list[Labelled] = ()) -> Path | None:
+    """The rounds of the module docstring, training on ``earlier``'s states too (``--states-from``);
+    returns the newest round file written (None if none)."""
     s = settings
     policy = build_policy(config)
     if config.run.init_from:
@@ -241,11 +280,13 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal) -> Pa
     n_validation = min(s.validation_maps, map_dir_size(held_out) or s.validation_maps)
     greedy_results = evaluate_actors({"greedy": greedy}, held_out, n_validation, seed=0, progress=False)["greedy"]
     log: list[dict] = []
-    newest, parts = None, []
+    newest = None
+    parts = list(earlier)
     for r in range(s.rounds):
         parts.append(collect(policy, config, s.states, r, stop))
         if stop.requested:
             break
+        parts[-1].save(out / f"states_{r:02d}.npz")
         data = Labelled.join(parts)
         fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
         fit = train_epochs(policy, optimizer, data, s.epochs, s.minibatch, spacing, s.ent_coef,
@@ -284,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--temperature", type=float, default=0.0,
                         help="0: minimise the expected regret; T > 0: cross-entropy to softmin(regret / T), "
                              "T in node spacings (module docstring)")
+    parser.add_argument("--states-from", type=Path, metavar="EARLIER_OUT",
+                        help="also train on the labelled states (states_NN.npz) of this earlier --out folder")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. env.kwargs.map_dir=PATH")
     args = parser.parse_intermixed_args(argv)
     for name in ("rounds", "states", "epochs", "validation_maps", "minibatch"):
@@ -295,14 +338,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         init = [f"run.init_from={args.init_from}"] if args.init_from else []
         config = load_config(args.config, [*args.overrides, *init])
+        earlier = Labelled.load_run(args.states_from, n_node_features(config.env.kwargs)) if args.states_from else []
         if args.out.exists() and any(args.out.iterdir()):
             raise FileExistsError(f"{args.out} exists and is not empty: choose another --out")
         args.out.mkdir(parents=True, exist_ok=True)
         with StopOnSignal("stopping; the files of the rounds already finished stay") as stop:
             settings = Settings(args.rounds, args.states, args.epochs, args.validation_maps, args.learning_rate,
                                 args.minibatch, args.ent_coef, args.temperature)
-            newest = run(config, args.out, settings, stop)
-    except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError) as error:
+            newest = run(config, args.out, settings, stop, earlier)
+    except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     saved = f"the newest round's weights are {newest}" if newest else "nothing was saved"

@@ -1,10 +1,12 @@
 """Every benchmark runs end to end on tiny sizes (their figures live in docs/performance.md)."""
+import json
 import sys
 
 import pytest
 
+import rl.imitation as imitation
 from bench import (attention_speed, collector_speed, contention, encoder_vs_torch, env_speed, forward_each, headroom,
-                   neighbour_crossover, padding_trim, size_buckets, update_split)
+                   imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
 from tests.helpers import SMOKE
 
 
@@ -21,6 +23,8 @@ from tests.helpers import SMOKE
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "project", "--competitor", "libgomp",
                   "--seconds", "0.5"], "| project |"),
     (update_split, ["--config", str(SMOKE), "--updates", "1"], "|   backward | "),
+    (train_speed, ["--config", str(SMOKE), "--init-from", "", "--updates", "2", "--rounds", "1",
+                   "--variant", "ppo.update_epochs=1"], "| ppo.update_epochs=1 |"),
     (forward_each, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1"], "max |logit difference|"),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1"], "ours / torch per round"),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1", "--profile"],
@@ -44,3 +48,19 @@ def test_contention_settings_set_only_their_own_openmp_variables(monkeypatch):
     assert contention.thread_overrides("THREADS=1") == ["run.torch_threads=1"]
     with pytest.raises(SystemExit, match="unknown setting 'default'"):
         contention.environment("default")
+
+
+def test_imitation_fit_judges_each_setting_on_the_held_out_round(tmp_path, monkeypatch, capsys):
+    states = tmp_path / "states"
+    assert imitation.main(["--config", str(SMOKE), "--out", str(states), "--rounds", "2", "--states", "16",
+                           "--epochs", "1", "--validation-maps", "1"]) == 0
+    monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(states), "--train", "0",
+                                      "--held-out", "1", "--epochs", "2", "--variant", "model.embed_dim=16",
+                                      "--json", str(tmp_path / "fit.json")])
+    imitation_fit.main()
+    out = capsys.readouterr().out
+    assert "16 training states (rounds [0]), 16 held-out (round 1)" in out
+    assert "| base |" in out and "| model.embed_dim=16 |" in out
+    curves = json.loads((tmp_path / "fit.json").read_text())
+    assert [point["epoch"] for point in curves["model.embed_dim=16"]] == [0, 1, 2]
+    assert all(0 <= point["held_out"]["argmax_best"] <= 1 for curve in curves.values() for point in curve)

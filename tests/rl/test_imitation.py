@@ -16,7 +16,7 @@ from env.observation import ACTION_MASK
 from rl.envs import make_envs
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from graph_batch import forward_observations
-from rl.imitation import REGRET_CAP, collect, fresh_regret, imitation_loss, regrets, train_epochs
+from rl.imitation import REGRET_CAP, Labelled, collect, fit_on, fresh_regret, imitation_loss, regrets, train_epochs
 from rl.interrupt import StopOnSignal
 from policy import PolicyNet
 from config import load_config
@@ -184,3 +184,32 @@ def test_fresh_regret_is_the_loss_without_the_entropy(labelled):
     logits, _ = forward_observations(policy, {k: torch.from_numpy(v) for k, v in data.obs.items()})
     _, parts = imitation_loss(logits, torch.from_numpy(data.costs), 4.0, 0.0)
     assert fresh_regret(policy, data, 4.0, size_buckets=1, batch=7) == pytest.approx(parts["regret"], rel=1e-4)
+    assert fit_on(policy, data, 4.0, size_buckets=3, batch=10)["argmax_best"] == pytest.approx(parts["argmax_best"])
+
+
+def test_labelled_states_come_back_from_their_file_as_they_went_in(labelled, tmp_path):
+    config, data = labelled
+    data.save(tmp_path / "states_00.npz")
+    [back] = Labelled.load_run(tmp_path, n_features=data.obs["node_features"].shape[-1])
+    assert back.obs.keys() == data.obs.keys() and np.array_equal(back.costs, data.costs)
+    for key, value in data.obs.items():
+        assert back.obs[key].dtype == value.dtype and np.array_equal(back.obs[key], value), key
+    with pytest.raises(ValueError, match="states_00.npz: its states have 5 node features, this config's observations 9"):
+        Labelled.load(tmp_path / "states_00.npz", n_features=9)
+    with pytest.raises(FileNotFoundError, match="holds no states_NN.npz"):
+        Labelled.load_run(tmp_path / "elsewhere", n_features=5)
+
+
+def test_a_run_trains_on_an_earlier_runs_states_too(tmp_path, capsys):
+    common = ["--config", "configs/smoke.yaml", "--states", "24", "--epochs", "1", "--validation-maps", "1"]
+    assert imitation.main([*common, "--out", str(tmp_path / "first"), "--rounds", "2"]) == 0
+    first = Labelled.load_run(tmp_path / "first", n_features=5)
+    assert [len(part) for part in first] == [24, 24]
+    assert not np.array_equal(first[0].costs, first[1].costs)  # each round plays new episodes
+    assert imitation.main([*common, "--out", str(tmp_path / "second"), "--rounds", "1",
+                           "--states-from", str(tmp_path / "first")]) == 0
+    log = json.loads((tmp_path / "second" / "imitation.json").read_text())
+    assert [entry["states"] for entry in log] == [72]
+    capsys.readouterr()
+    assert imitation.main([*common, "--out", str(tmp_path / "third"), "--states-from", str(tmp_path)]) == 2
+    assert "holds no states_NN.npz" in capsys.readouterr().err and not (tmp_path / "third").exists()

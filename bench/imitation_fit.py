@@ -1,0 +1,105 @@
+"""Benchmark: how well networks fit the lookahead's labels, judged on states of other maps.
+
+    python -m bench.imitation_fit --states runs/fitdata --train 0 1 --held-out 2 [--epochs 8]
+        [--variant "model.embed_dim=128 model.n_heads=8"] ... [--config configs/dungeon.yaml]
+        [--learning-rate 3e-4] [--json fit.json] [key=value ...]
+
+``--states`` is an ``rl.imitation --out`` folder; its ``states_NN.npz`` hold the states a policy
+visited with C(s, .) for every move. Each setting (the config with the trailing overrides, then
+each ``--variant``'s overrides on top; ``run.init_from=WEIGHTS`` starts from weights, otherwise
+the network is fresh) trains with ``rl.imitation``'s loss and optimiser on the ``--train``
+rounds' states, one epoch at a time, and after each epoch is judged on the ``--held-out`` round's
+states: its expected regret (node spacings) and how often its argmax is a best move. Each round of
+``rl.imitation`` plays new envs, so the held-out states come from maps the training never saw.
+No map is played: the question is only whether a network (another size, another start) can fit
+the labels better than the shipped one, which the DAgger rounds could not show (their fit stayed
+at 0.66-0.69 spacings, docs/results.md section 8). Prints one line per epoch and a table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from config import load_config
+from env.observation import n_node_features
+from policy import build_policy
+from rl.imitation import Labelled, fit_on, train_epochs
+from rl.interrupt import StopOnSignal
+from rl.trainer import load_initial_weights
+
+
+def fit_curve(config_path: str, overrides: list[str], train: Labelled, held_out: Labelled, epochs: int,
+              learning_rate: float, minibatch: int, ent_coef: float) -> list[dict]:
+    """Per epoch (0: before training) the held-out fit, the training loss parts and seconds."""
+    config = load_config(config_path, overrides)
+    torch.manual_seed(config.seed)
+    policy = build_policy(config)
+    if config.run.init_from:
+        load_initial_weights(policy, config)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)
+    spacing = float(config.env.kwargs.get("node_spacing", 4))
+    buckets = config.ppo.size_buckets
+    curve = [{"epoch": 0, "held_out": fit_on(policy, held_out, spacing, buckets), "seconds": 0.0}]
+    with StopOnSignal() as stop:
+        for epoch in range(1, epochs + 1):
+            start = time.perf_counter()
+            trained = train_epochs(policy, optimizer, train, 1, minibatch, spacing, ent_coef, buckets,
+                                   config.seed * 1_000 + epoch, stop)
+            if stop.requested:
+                break
+            seconds = time.perf_counter() - start
+            curve.append({"epoch": epoch, "held_out": fit_on(policy, held_out, spacing, buckets),
+                          "train": trained, "seconds": seconds})
+    return curve
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--states", type=Path, required=True, help="an rl.imitation --out folder")
+    parser.add_argument("--train", type=int, nargs="+", required=True, help="rounds to train on")
+    parser.add_argument("--held-out", type=int, required=True, help="round to judge on")
+    parser.add_argument("--config", default="configs/dungeon.yaml")
+    parser.add_argument("--variant", action="append", default=[], help="space-separated overrides on top of the base")
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--learning-rate", type=float, default=3e-4)
+    parser.add_argument("--minibatch", type=int, default=256)
+    parser.add_argument("--ent-coef", type=float, default=0.01)
+    parser.add_argument("--json", type=Path, help="write every setting's curve here")
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides of the config, for every setting")
+    args = parser.parse_intermixed_args()
+    if args.held_out in args.train:
+        parser.error(f"--held-out {args.held_out} is also in --train {args.train}")
+    n_features = n_node_features(load_config(args.config, args.overrides).env.kwargs)
+    files = {r: args.states / f"states_{r:02d}.npz" for r in [*args.train, args.held_out]}
+    missing = [str(path) for path in files.values() if not path.exists()]
+    if missing:
+        parser.error(f"no such states file: {', '.join(missing)}")
+    train = Labelled.join([Labelled.load(files[r], n_features) for r in args.train])
+    held_out = Labelled.load(files[args.held_out], n_features)
+    print(f"{len(train)} training states (rounds {args.train}), {len(held_out)} held-out (round {args.held_out})")
+    settings = {"base": args.overrides, **{v: [*args.overrides, *v.split()] for v in args.variant}}
+    curves = {}
+    for name, overrides in settings.items():
+        curves[name] = fit_curve(args.config, overrides, train, held_out, args.epochs, args.learning_rate,
+                                 args.minibatch, args.ent_coef)
+        for point in curves[name]:
+            fitted = point.get("train", {}).get("regret", float("nan"))
+            print(f"{name}, epoch {point['epoch']}: held-out regret {point['held_out']['regret']:.3f}, argmax best "
+                  f"{point['held_out']['argmax_best']:.3f}; training regret {fitted:.3f}; {point['seconds']:.0f} s",
+                  flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(curves, indent=2))
+    print("\n| setting | held-out regret, first / best / last epoch | argmax best, last | s an epoch |")
+    print("| --- | --- | --- | --- |")
+    for name, curve in curves.items():
+        regrets = [p["held_out"]["regret"] for p in curve]
+        print(f"| {name} | {regrets[0]:.3f} / {min(regrets):.3f} / {regrets[-1]:.3f} | "
+              f"{curve[-1]['held_out']['argmax_best']:.3f} | {curve[-1]['seconds']:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
