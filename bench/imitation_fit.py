@@ -2,7 +2,7 @@
 
     python -m bench.imitation_fit --states runs/fitdata --train 0 1 --held-out 2 [--epochs 8]
         [--variant "model.embed_dim=128 model.n_heads=8"] ... [--config configs/dungeon.yaml]
-        [--learning-rate 3e-4] [--json fit.json] [key=value ...]
+        [--learning-rate 3e-4] [--json fit.json] [--save DIR] [key=value ...]
 
 ``--states`` is an ``rl.imitation --out`` folder; its ``states_NN.npz`` hold the states a policy
 visited with C(s, .) for every move. Each setting (the config with the trailing overrides, then
@@ -14,6 +14,8 @@ states: its expected regret (node spacings) and how often its argmax is a best m
 No map is played: the question is only whether a network (another size, another start) can fit
 the labels better than the shipped one, which the DAgger rounds could not show (their fit stayed
 at 0.66-0.69 spacings, docs/results.md section 8). Prints one line per epoch and a table.
+``--save DIR`` keeps each setting's trained weights as a pretrained file (``DIR/base.pt``,
+``DIR/variant_1.pt``, ...), for ``rl.imitation --init-from`` to go on with DAgger rounds.
 """
 from __future__ import annotations
 
@@ -27,14 +29,15 @@ import torch
 from config import load_config
 from env.observation import n_node_features
 from policy import build_policy
-from rl.imitation import Labelled, fit_on, train_epochs
+from rl.imitation import Labelled, fit_on, train_epochs, write_round
 from rl.interrupt import StopOnSignal
 from rl.trainer import load_initial_weights
 
 
 def fit_curve(config_path: str, overrides: list[str], train: Labelled, held_out: Labelled, epochs: int,
-              learning_rate: float, minibatch: int, ent_coef: float) -> list[dict]:
-    """Per epoch (0: before training) the held-out fit, the training loss parts and seconds."""
+              learning_rate: float, minibatch: int, ent_coef: float, save: Path | None = None) -> list[dict]:
+    """Per epoch (0: before training) the held-out fit, the training loss parts and seconds; the
+    trained weights go to ``save`` as a pretrained file when given."""
     config = load_config(config_path, overrides)
     torch.manual_seed(config.seed)
     policy = build_policy(config)
@@ -54,6 +57,9 @@ def fit_curve(config_path: str, overrides: list[str], train: Labelled, held_out:
             seconds = time.perf_counter() - start
             curve.append({"epoch": epoch, "held_out": fit_on(policy, held_out, spacing, buckets),
                           "train": trained, "seconds": seconds})
+    if save:
+        write_round(save, policy, config, {"from": "bench.imitation_fit", "epochs": len(curve) - 1,
+                                           "states": len(train), "overrides": overrides})
     return curve
 
 
@@ -69,6 +75,7 @@ def main() -> None:
     parser.add_argument("--minibatch", type=int, default=256)
     parser.add_argument("--ent-coef", type=float, default=0.01)
     parser.add_argument("--json", type=Path, help="write every setting's curve here")
+    parser.add_argument("--save", type=Path, metavar="DIR", help="keep each setting's trained weights here")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides of the config, for every setting")
     args = parser.parse_intermixed_args()
     if args.held_out in args.train:
@@ -83,9 +90,10 @@ def main() -> None:
     print(f"{len(train)} training states (rounds {args.train}), {len(held_out)} held-out (round {args.held_out})")
     settings = {"base": args.overrides, **{v: [*args.overrides, *v.split()] for v in args.variant}}
     curves = {}
-    for name, overrides in settings.items():
+    for i, (name, overrides) in enumerate(settings.items()):
+        save = args.save / (f"variant_{i}.pt" if i else "base.pt") if args.save else None
         curves[name] = fit_curve(args.config, overrides, train, held_out, args.epochs, args.learning_rate,
-                                 args.minibatch, args.ent_coef)
+                                 args.minibatch, args.ent_coef, save)
         for point in curves[name]:
             fitted = point.get("train", {}).get("regret", float("nan"))
             print(f"{name}, epoch {point['epoch']}: held-out regret {point['held_out']['regret']:.3f}, argmax best "

@@ -5,6 +5,8 @@ import sys
 import pytest
 
 import rl.imitation as imitation
+from rl.evaluation import load_policy
+from rl.imitation import Labelled, fit_on
 from bench import (attention_speed, collector_speed, contention, encoder_vs_torch, env_speed, forward_each, headroom,
                    imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
 from tests.helpers import SMOKE
@@ -56,7 +58,7 @@ def test_imitation_fit_judges_each_setting_on_the_held_out_round(tmp_path, monke
                            "--epochs", "1", "--validation-maps", "1"]) == 0
     monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(states), "--train", "0",
                                       "--held-out", "1", "--epochs", "2", "--variant", "model.embed_dim=16",
-                                      "--json", str(tmp_path / "fit.json")])
+                                      "--json", str(tmp_path / "fit.json"), "--save", str(tmp_path / "weights")])
     imitation_fit.main()
     out = capsys.readouterr().out
     assert "16 training states (rounds [0]), 16 held-out (round 1)" in out
@@ -64,3 +66,7 @@ def test_imitation_fit_judges_each_setting_on_the_held_out_round(tmp_path, monke
     curves = json.loads((tmp_path / "fit.json").read_text())
     assert [point["epoch"] for point in curves["model.embed_dim=16"]] == [0, 1, 2]
     assert all(0 <= point["held_out"]["argmax_best"] <= 1 for curve in curves.values() for point in curve)
+    policy, config = load_policy(tmp_path / "weights" / "variant_1.pt")  # the trained weights, ready for --init-from
+    assert config.model.embed_dim == 16
+    assert fit_on(policy, Labelled.load(states / "states_01.npz", 5), 4.0, 1)["regret"] == pytest.approx(
+        curves["model.embed_dim=16"][-1]["held_out"]["regret"], rel=1e-5)
