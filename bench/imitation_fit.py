@@ -16,6 +16,8 @@ the labels better than the shipped one, which the DAgger rounds could not show (
 at 0.66-0.69 spacings, docs/results.md section 8). Prints one line per epoch and a table.
 ``--save DIR`` keeps each setting's trained weights as a pretrained file (``DIR/base.pt``,
 ``DIR/variant_1.pt``, ...), for ``rl.imitation --init-from`` to go on with DAgger rounds.
+Ctrl-C ends the whole benchmark: the epochs finished so far are printed and written, no later
+setting starts, and the stopped setting's weights are not saved.
 """
 from __future__ import annotations
 
@@ -34,10 +36,12 @@ from rl.interrupt import StopOnSignal
 from rl.trainer import load_initial_weights
 
 
-def fit_curve(config_path: str, overrides: list[str], train: Labelled, held_out: Labelled, epochs: int,
-              learning_rate: float, minibatch: int, ent_coef: float, save: Path | None = None) -> list[dict]:
-    """Per epoch (0: before training) the held-out fit, the training loss parts and seconds; the
-    trained weights go to ``save`` as a pretrained file when given."""
+def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled, held_out: Labelled, epochs: int,
+              learning_rate: float, minibatch: int, ent_coef: float, stop: StopOnSignal,
+              save: Path | None = None) -> list[dict]:
+    """Per epoch (0: before training) the held-out fit, the training loss parts and seconds, each
+    printed as it comes, up to a stop (the epoch in progress is dropped); the trained weights go
+    to ``save`` as a pretrained file when given, unless stopped."""
     config = load_config(config_path, overrides)
     torch.manual_seed(config.seed)
     policy = build_policy(config)
@@ -47,17 +51,18 @@ def fit_curve(config_path: str, overrides: list[str], train: Labelled, held_out:
     spacing = float(config.env.kwargs.get("node_spacing", 4))
     buckets = config.ppo.size_buckets
     curve = [{"epoch": 0, "held_out": fit_on(policy, held_out, spacing, buckets), "seconds": 0.0}]
-    with StopOnSignal() as stop:
-        for epoch in range(1, epochs + 1):
-            start = time.perf_counter()
-            trained = train_epochs(policy, optimizer, train, 1, minibatch, spacing, ent_coef, buckets,
-                                   config.seed * 1_000 + epoch, stop)
-            if stop.requested:
-                break
-            seconds = time.perf_counter() - start
-            curve.append({"epoch": epoch, "held_out": fit_on(policy, held_out, spacing, buckets),
-                          "train": trained, "seconds": seconds})
-    if save:
+    report(name, curve[-1])
+    for epoch in range(1, epochs + 1):
+        start = time.perf_counter()
+        trained = train_epochs(policy, optimizer, train, 1, minibatch, spacing, ent_coef, buckets,
+                               config.seed * 1_000 + epoch, stop)
+        if stop.requested:
+            break
+        seconds = time.perf_counter() - start
+        curve.append({"epoch": epoch, "held_out": fit_on(policy, held_out, spacing, buckets),
+                      "train": trained, "seconds": seconds})
+        report(name, curve[-1])
+    if save and not stop.requested:
         write_round(save, policy, config, {"from": "bench.imitation_fit", "epochs": len(curve) - 1,
                                            "states": len(train), "overrides": overrides})
     return curve
@@ -90,23 +95,28 @@ def main() -> None:
     print(f"{len(train)} training states (rounds {args.train}), {len(held_out)} held-out (round {args.held_out})")
     settings = {"base": args.overrides, **{v: [*args.overrides, *v.split()] for v in args.variant}}
     curves = {}
-    for i, (name, overrides) in enumerate(settings.items()):
-        save = args.save / (f"variant_{i}.pt" if i else "base.pt") if args.save else None
-        curves[name] = fit_curve(args.config, overrides, train, held_out, args.epochs, args.learning_rate,
-                                 args.minibatch, args.ent_coef, save)
-        for point in curves[name]:
-            fitted = point.get("train", {}).get("regret", float("nan"))
-            print(f"{name}, epoch {point['epoch']}: held-out regret {point['held_out']['regret']:.3f}, argmax best "
-                  f"{point['held_out']['argmax_best']:.3f}; training regret {fitted:.3f}; {point['seconds']:.0f} s",
-                  flush=True)
-        if args.json:
-            args.json.write_text(json.dumps(curves, indent=2))
+    with StopOnSignal("stopping: the epoch in progress is dropped, no later setting starts") as stop:
+        for i, (name, overrides) in enumerate(settings.items()):
+            if stop.requested:
+                break
+            save = args.save / (f"variant_{i}.pt" if i else "base.pt") if args.save else None
+            curves[name] = fit_curve(name, args.config, overrides, train, held_out, args.epochs, args.learning_rate,
+                                     args.minibatch, args.ent_coef, stop, save)
+            if args.json:
+                args.json.write_text(json.dumps(curves, indent=2))
     print("\n| setting | held-out regret, first / best / last epoch | argmax best, last | s an epoch |")
     print("| --- | --- | --- | --- |")
     for name, curve in curves.items():
         regrets = [p["held_out"]["regret"] for p in curve]
         print(f"| {name} | {regrets[0]:.3f} / {min(regrets):.3f} / {regrets[-1]:.3f} | "
               f"{curve[-1]['held_out']['argmax_best']:.3f} | {curve[-1]['seconds']:.0f} |")
+
+
+def report(name: str, point: dict) -> None:
+    """One epoch of a setting's curve, as a line."""
+    fitted = point.get("train", {}).get("regret", float("nan"))
+    print(f"{name}, epoch {point['epoch']}: held-out regret {point['held_out']['regret']:.3f}, argmax best "
+          f"{point['held_out']['argmax_best']:.3f}; training regret {fitted:.3f}; {point['seconds']:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

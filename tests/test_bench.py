@@ -1,5 +1,6 @@
 """Every benchmark runs end to end on tiny sizes (their figures live in docs/performance.md)."""
 import json
+import signal
 import sys
 
 import pytest
@@ -70,3 +71,27 @@ def test_imitation_fit_judges_each_setting_on_the_held_out_round(tmp_path, monke
     assert config.model.embed_dim == 16
     assert fit_on(policy, Labelled.load(states / "states_01.npz", 5), 4.0, 1)["regret"] == pytest.approx(
         curves["model.embed_dim=16"][-1]["held_out"]["regret"], rel=1e-5)
+
+
+def test_a_stopped_imitation_fit_starts_no_later_setting(tmp_path, monkeypatch, capsys):
+    states = tmp_path / "states"
+    assert imitation.main(["--config", str(SMOKE), "--out", str(states), "--rounds", "2", "--states", "8",
+                           "--epochs", "1", "--validation-maps", "1"]) == 0
+    fit = imitation_fit.train_epochs
+    calls = []
+
+    def train_then_signal(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(imitation_fit, "train_epochs", train_then_signal)
+    monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(states), "--train", "0",
+                                      "--held-out", "1", "--epochs", "3", "--variant", "model.embed_dim=16",
+                                      "--json", str(tmp_path / "fit.json"), "--save", str(tmp_path / "weights")])
+    imitation_fit.main()
+    captured = capsys.readouterr()
+    assert "SIGINT: stopping: the epoch in progress is dropped, no later setting starts" in captured.err
+    assert "base, epoch 1:" in captured.out and "base, epoch 2:" not in captured.out and "embed_dim=16," not in captured.out
+    assert list(json.loads((tmp_path / "fit.json").read_text())) == ["base"] and not (tmp_path / "weights").exists()
