@@ -2,7 +2,7 @@
 
     python -m bench.imitation_fit --states runs/fitdata --train 0 1 --held-out 2 [--epochs 8]
         [--variant "model.embed_dim=128 model.n_heads=8"] ... [--config configs/dungeon.yaml]
-        [--learning-rate 3e-4] [--json fit.json] [--save DIR] [key=value ...]
+        [--learning-rate 3e-4] [--temperature T] [--json fit.json] [--save DIR] [key=value ...]
 
 ``--states`` is an ``rl.imitation --out`` folder; its ``states_NN.npz`` hold the states a policy
 visited with C(s, .) for every move. Each setting (the config with the trailing overrides, then
@@ -37,7 +37,7 @@ from rl.trainer import load_initial_weights
 
 
 def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled, held_out: Labelled, epochs: int,
-              learning_rate: float, minibatch: int, ent_coef: float, stop: StopOnSignal,
+              learning_rate: float, minibatch: int, ent_coef: float, temperature: float, stop: StopOnSignal,
               save: Path | None = None) -> list[dict]:
     """Per epoch (0: before training) the held-out fit, the training loss parts and seconds, each
     printed as it comes, up to a stop (the epoch in progress is dropped); the trained weights go
@@ -55,7 +55,7 @@ def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
         trained = train_epochs(policy, optimizer, train, 1, minibatch, spacing, ent_coef, buckets,
-                               config.seed * 1_000 + epoch, stop)
+                               config.seed * 1_000 + epoch, stop, temperature)
         if stop.requested:
             break
         seconds = time.perf_counter() - start
@@ -79,6 +79,7 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=3e-4)
     parser.add_argument("--minibatch", type=int, default=256)
     parser.add_argument("--ent-coef", type=float, default=0.01)
+    parser.add_argument("--temperature", type=float, default=0.0, help="as rl.imitation's (0: the expected regret)")
     parser.add_argument("--json", type=Path, help="write every setting's curve here")
     parser.add_argument("--save", type=Path, metavar="DIR", help="keep each setting's trained weights here")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides of the config, for every setting")
@@ -101,7 +102,7 @@ def main() -> None:
                 break
             save = args.save / (f"variant_{i}.pt" if i else "base.pt") if args.save else None
             curves[name] = fit_curve(name, args.config, overrides, train, held_out, args.epochs, args.learning_rate,
-                                     args.minibatch, args.ent_coef, stop, save)
+                                     args.minibatch, args.ent_coef, args.temperature, stop, save)
             if args.json:
                 args.json.write_text(json.dumps(curves, indent=2))
     print("\n| setting | held-out regret, first / best / last epoch | argmax best, last | s an epoch |")

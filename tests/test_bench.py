@@ -59,7 +59,8 @@ def test_imitation_fit_judges_each_setting_on_the_held_out_round(tmp_path, monke
                            "--epochs", "1", "--validation-maps", "1"]) == 0
     monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(states), "--train", "0",
                                       "--held-out", "1", "--epochs", "2", "--variant", "model.embed_dim=16",
-                                      "--json", str(tmp_path / "fit.json"), "--save", str(tmp_path / "weights")])
+                                      "--temperature", "1", "--json", str(tmp_path / "fit.json"),
+                                      "--save", str(tmp_path / "weights")])
     imitation_fit.main()
     out = capsys.readouterr().out
     assert "16 training states (rounds [0]), 16 held-out (round 1)" in out
