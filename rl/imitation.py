@@ -24,7 +24,9 @@ value, ``rl.bootstrap``). The lookahead prices every valid move of a state on th
    observation allows, the best a policy that does not see the map can do; cross-entropy to the
    oracle's move would teach the move most often best instead. Its gradient for a move is
    pi(a|s) times that move's advantage, so a peaked policy hardly learns about the moves it
-   rarely takes. ``--temperature T`` (in node spacings) minimises instead the cross-entropy to
+   rarely takes; from random weights it collapses to one move a state within the first epoch
+   and stops learning (docs/results.md section 8): start it from trained weights
+   (``--init-from``), or from random weights use the softmin below. ``--temperature T`` (in node spacings) minimises instead the cross-entropy to
    the softmin of the regrets,
 
    .. math::
@@ -81,6 +83,9 @@ from rl.trainer import load_initial_weights
 
 COSTS = "costs"
 """The key of C(s, .) in a ``states_NN.npz`` beside the observation's keys."""
+
+COLLAPSED_ENTROPY = 1e-3
+"""A round's mean policy entropy below which the expected-regret loss has stopped learning (a warning)."""
 
 REGRET_CAP = 10.0
 """The regret, in node spacings, of a move after which greedy cannot finish within the step limit."""
@@ -293,6 +298,10 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
                            config.ppo.size_buckets, config.seed * 1_000 + r, stop, s.temperature)
         if stop.requested:
             break
+        if s.temperature == 0 and fit["entropy"] < COLLAPSED_ENTROPY:
+            print(f"warning: round {r}: the policy's entropy is {fit['entropy']:.4f}: it plays one move a state and "
+                  f"the expected regret can no longer move it; start from trained weights (--init-from) or use "
+                  f"--temperature", file=sys.stderr, flush=True)
         policy.eval()
         agent = evaluate_actors({AGENT: argmax_actor(policy)}, held_out, n_validation, seed=0, progress=False)[AGENT]
         mean, half, n = travel_ratio(agent, greedy_results)

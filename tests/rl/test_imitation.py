@@ -213,3 +213,14 @@ def test_a_run_trains_on_an_earlier_runs_states_too(tmp_path, capsys):
     capsys.readouterr()
     assert imitation.main([*common, "--out", str(tmp_path / "third"), "--states-from", str(tmp_path)]) == 2
     assert "holds no states_NN.npz" in capsys.readouterr().err and not (tmp_path / "third").exists()
+
+
+@pytest.mark.parametrize("temperature, warned", [("0", True), ("1", False)])
+def test_a_collapsed_policy_is_named_when_the_regret_can_no_longer_move_it(tmp_path, monkeypatch, capsys,
+                                                                          temperature, warned):
+    fit = imitation.train_epochs
+    monkeypatch.setattr(imitation, "train_epochs", lambda *a, **k: {**fit(*a, **k), "entropy": 0.0})
+    assert imitation.main(["--config", "configs/smoke.yaml", "--out", str(tmp_path / "x"), "--rounds", "1",
+                           "--states", "8", "--epochs", "1", "--validation-maps", "1",
+                           "--temperature", temperature]) == 0
+    assert ("warning: round 0: the policy's entropy is 0.0000" in capsys.readouterr().err) == warned
