@@ -26,8 +26,8 @@ value, ``rl.bootstrap``). The lookahead prices every valid move of a state on th
    pi(a|s) times that move's advantage, so a peaked policy hardly learns about the moves it
    rarely takes; from random weights it collapses to one move a state within the first epoch
    and stops learning (docs/results.md section 8): start it from trained weights
-   (``--init-from``), or from random weights use the softmin below. ``--temperature T`` (in node spacings) minimises instead the cross-entropy to
-   the softmin of the regrets,
+   (``--init-from``), or from random weights use the softmin below. ``--temperature T`` (in
+   node spacings) minimises instead the cross-entropy to the softmin of the regrets,
 
    .. math::
 
@@ -46,18 +46,19 @@ the policy that visited them, a held-out figure beside the training loss.
 
 After each round ``OUT/round_NN.pt`` holds the weights in the pretrained format
 (``rl.pretrained``: evaluate it, or continue with ``train.py --init-from OUT/round_NN.pt``),
-``OUT/states_NN.npz`` the round's labelled states (``Labelled.save``; a few MB per thousand states
-at 300 nodes) and ``OUT/imitation.json`` every round's figures. ``--states-from EARLIER_OUT`` trains
-on an earlier run's labelled states too, before its own: a new network (another size, say) starts
-from states that cost half an hour a round to label, and ``bench.imitation_fit`` compares networks
-on them without playing a map. Ctrl-C stops after saving nothing half-done: the
-finished rounds' files stay, and the last line names the newest.
+``OUT/states_NN.npz`` the round's labelled states (``Labelled.save``; 14 MB per 20,000 states of
+the floor plans) and ``OUT/imitation.json`` every round's figures. ``--states-from EARLIER_OUT``
+trains on an earlier run's labelled states too, before its own: a new network (another size,
+say) starts from states that took 8 minutes per 20,000 to label on 2 cores, and
+``bench.imitation_fit`` compares networks on them without playing a map. Ctrl-C stops after
+saving nothing half-done: the finished rounds' files stay, and the last line names the newest.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -121,7 +122,8 @@ class Labelled:
         """Every round's states of an earlier run's ``--out`` folder, in round order."""
         paths = sorted(Path(folder).glob("states_*.npz"))
         if not paths:
-            raise FileNotFoundError(f"{folder} holds no states_NN.npz: --states-from takes an rl.imitation --out folder")
+            raise FileNotFoundError(f"{folder} holds no states_NN.npz: --states-from takes an rl.imitation "
+                                    f"--out folder")
         return [cls.load(path, n_features) for path in paths]
 
     @classmethod
@@ -143,6 +145,13 @@ def expected_regret(logits: Tensor, costs: Tensor, spacing: float) -> Tensor:
     return (masked_policy(logits).probs * regrets(costs, spacing)).sum(-1)
 
 
+def argmax_is_best(logits: Tensor, costs: Tensor) -> Tensor:
+    """[B] 1.0 where the policy's most probable move (the one its argmax plays) costs least, else 0.0."""
+    with torch.no_grad():
+        chosen = costs.gather(-1, logits.argmax(-1, keepdim=True))  # [B,1]
+        return (chosen == costs.min(-1, keepdim=True).values).squeeze(-1).float()
+
+
 def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: float,
                    temperature: float = 0.0) -> tuple[Tensor, dict[str, float]]:
     """The module docstring's L for a minibatch (logits and costs [B,K], as ``expected_regret``),
@@ -151,9 +160,8 @@ def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: floa
     policy = masked_policy(logits)
     regret = expected_regret(logits, costs, spacing).mean()
     entropy = policy.entropy().mean()
-    with torch.no_grad():
-        best = (costs.gather(-1, logits.argmax(-1, keepdim=True)) == costs.min(-1, keepdim=True).values).float().mean()
-    parts = {"regret": regret.item(), "entropy": entropy.item(), "argmax_best": best.item()}
+    parts = {"regret": regret.item(), "entropy": entropy.item(),
+             "argmax_best": argmax_is_best(logits, costs).mean().item()}
     if temperature == 0:
         return regret - ent_coef * entropy, parts
     valid = logits > torch.finfo(logits.dtype).min  # PolicyNet leaves masked slots at the minimum
@@ -236,7 +244,7 @@ def fit_on(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int,
                                              size_buckets)
             costs = torch.from_numpy(data.costs[part])
             regret += float(expected_regret(logits, costs, spacing).sum())
-            best += float((costs.gather(-1, logits.argmax(-1, keepdim=True)) == costs.min(-1, keepdim=True).values).sum())
+            best += float(argmax_is_best(logits, costs).sum())
     return {"regret": regret / max(len(data), 1), "argmax_best": best / max(len(data), 1)}
 
 
@@ -272,7 +280,8 @@ class Settings:
     temperature: float
 
 
-def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earlier: list[Labelled] = ()) -> Path | None:
+def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earlier: Sequence[Labelled] = ()
+        ) -> Path | None:
     """The rounds of the module docstring, training on ``earlier``'s states too (``--states-from``);
     returns the newest round file written (None if none)."""
     s = settings

@@ -94,5 +94,6 @@ def test_a_stopped_imitation_fit_starts_no_later_setting(tmp_path, monkeypatch, 
     imitation_fit.main()
     captured = capsys.readouterr()
     assert "SIGINT: stopping: the epoch in progress is dropped, no later setting starts" in captured.err
-    assert "base, epoch 1:" in captured.out and "base, epoch 2:" not in captured.out and "embed_dim=16," not in captured.out
+    assert "base, epoch 1:" in captured.out and "base, epoch 2:" not in captured.out
+    assert "embed_dim=16," not in captured.out
     assert list(json.loads((tmp_path / "fit.json").read_text())) == ["base"] and not (tmp_path / "weights").exists()

@@ -194,7 +194,8 @@ def test_labelled_states_come_back_from_their_file_as_they_went_in(labelled, tmp
     assert back.obs.keys() == data.obs.keys() and np.array_equal(back.costs, data.costs)
     for key, value in data.obs.items():
         assert back.obs[key].dtype == value.dtype and np.array_equal(back.obs[key], value), key
-    with pytest.raises(ValueError, match="states_00.npz: its states have 5 node features, this config's observations 9"):
+    with pytest.raises(ValueError, match="states_00.npz: its states have 5 node features, this config's "
+                                         "observations 9"):
         Labelled.load(tmp_path / "states_00.npz", n_features=9)
     with pytest.raises(FileNotFoundError, match="holds no states_NN.npz"):
         Labelled.load_run(tmp_path / "elsewhere", n_features=5)
