@@ -86,6 +86,9 @@ def main() -> None:
     args = parser.parse_intermixed_args()
     if args.held_out in args.train:
         parser.error(f"--held-out {args.held_out} is also in --train {args.train}")
+    if args.epochs < 1 or args.minibatch < 1 or not args.learning_rate > 0 or args.temperature < 0:
+        parser.error(f"--epochs and --minibatch must be at least 1, --learning-rate > 0 and --temperature >= 0; got "
+                     f"{args.epochs}, {args.minibatch}, {args.learning_rate} and {args.temperature}")
     n_features = n_node_features(load_config(args.config, args.overrides).env.kwargs)
     files = {r: args.states / f"states_{r:02d}.npz" for r in [*args.train, args.held_out]}
     missing = [str(path) for path in files.values() if not path.exists()]

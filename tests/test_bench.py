@@ -97,3 +97,15 @@ def test_a_stopped_imitation_fit_starts_no_later_setting(tmp_path, monkeypatch, 
     assert "base, epoch 1:" in captured.out and "base, epoch 2:" not in captured.out
     assert "embed_dim=16," not in captured.out
     assert list(json.loads((tmp_path / "fit.json").read_text())) == ["base"] and not (tmp_path / "weights").exists()
+
+
+@pytest.mark.parametrize("bad, message", [(["--held-out", "0"], "--held-out 0 is also in --train [0]"),
+                                          (["--held-out", "1", "--epochs", "0"], "got 0, 256, 0.0003 and 0.0"),
+                                          (["--held-out", "1", "--temperature", "-1"], "got 8, 256, 0.0003 and -1.0"),
+                                          (["--held-out", "1"], "no such states file")])
+def test_imitation_fit_refuses_bad_settings_before_any_training(tmp_path, monkeypatch, capsys, bad, message):
+    monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(tmp_path),
+                                      "--train", "0", *bad])
+    with pytest.raises(SystemExit):
+        imitation_fit.main()
+    assert message in capsys.readouterr().err
