@@ -8,8 +8,8 @@ import pytest
 import rl.imitation as imitation
 from rl.evaluation import load_policy
 from rl.imitation import Labelled, fit_on
-from bench import (attention_speed, collector_speed, contention, encoder_vs_torch, env_speed, forward_each, headroom,
-                   imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
+from bench import (attention_speed, best_move, collector_speed, contention, encoder_vs_torch, env_speed, forward_each,
+                   headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
 from tests.helpers import SMOKE
 
 
@@ -26,6 +26,8 @@ from tests.helpers import SMOKE
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "project", "--competitor", "libgomp",
                   "--seconds", "0.5"], "| project |"),
     (update_split, ["--config", str(SMOKE), "--updates", "1"], "|   backward | "),
+    (best_move, ["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16"],
+     "agent and greedy agree on"),
     (train_speed, ["--config", str(SMOKE), "--init-from", "", "--updates", "2", "--rounds", "1",
                    "--variant", "ppo.update_epochs=1"], "| ppo.update_epochs=1 |"),
     (forward_each, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1"], "max |logit difference|"),
