@@ -27,7 +27,7 @@ from env.observation import ACTION_MASK
 from graph_batch import forward_each
 from rl.envs import with_env_overrides
 from rl.evaluation import load_policy
-from rl.imitation import REGRET_CAP
+from rl.imitation import REGRET_CAP, node_spacing
 
 
 def main() -> None:
@@ -40,7 +40,7 @@ def main() -> None:
     policy, config = load_policy(args.checkpoint)
     env_config = with_env_overrides(config.env, args.env)
     world = gym.make(env_config.id, **env_config.kwargs)
-    spacing = float(env_config.kwargs.get("node_spacing", 4))
+    spacing = node_spacing(env_config.kwargs)
     regret: dict[str, list[float]] = {"agent": [], "greedy": []}
     agree: list[bool] = []
     agent_gain: list[float] = []  # (C(greedy's move) - C(agent's move)) / spacing where they differ

@@ -31,7 +31,7 @@ import torch
 from config import load_config
 from env.observation import n_node_features
 from policy import build_policy
-from rl.imitation import Labelled, fit_on, train_epochs, write_round
+from rl.imitation import Labelled, fit_on, node_spacing, train_epochs, write_round
 from rl.interrupt import StopOnSignal
 from rl.trainer import load_initial_weights
 
@@ -48,7 +48,7 @@ def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled
     if config.run.init_from:
         load_initial_weights(policy, config)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)
-    spacing = float(config.env.kwargs.get("node_spacing", 4))
+    spacing = node_spacing(config.env.kwargs)
     buckets = config.ppo.size_buckets
     curve = [{"epoch": 0, "held_out": fit_on(policy, held_out, spacing, buckets), "seconds": 0.0}]
     report(name, curve[-1])

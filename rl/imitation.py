@@ -69,6 +69,7 @@ from tqdm import tqdm
 
 from config import Config, ConfigError, EnvConfig, load_config
 from env.baselines import greedy
+from env.config import GridExploreConfig
 from env.lookahead import LOOKAHEAD_COSTS
 from env.observation import NEIGHBORS, NODE_FEATURES, n_node_features
 from graph_batch import forward_each, forward_observations, one_torch_thread
@@ -130,6 +131,11 @@ class Labelled:
     def join(cls, parts: list["Labelled"]) -> "Labelled":
         return cls({key: np.concatenate([p.obs[key] for p in parts]) for key in parts[0].obs},
                    np.concatenate([p.costs for p in parts]))
+
+
+def node_spacing(env_kwargs: dict) -> float:
+    """The env's node spacing in cells, the unit of every regret here (the env's default if unset)."""
+    return float(env_kwargs.get("node_spacing", GridExploreConfig.node_spacing))
 
 
 def regrets(costs: Tensor, spacing: float) -> Tensor:
@@ -289,7 +295,7 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
     if config.run.init_from:
         load_initial_weights(policy, config)
     optimizer = torch.optim.Adam(policy.parameters(), lr=s.learning_rate, eps=1e-5)
-    spacing = float(config.env.kwargs.get("node_spacing", 4))
+    spacing = node_spacing(config.env.kwargs)
     held_out = validation_env(config.env)
     n_validation = min(s.validation_maps, map_dir_size(held_out) or s.validation_maps)
     greedy_results = evaluate_actors({"greedy": greedy}, held_out, n_validation, seed=0, progress=False)["greedy"]
