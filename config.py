@@ -75,19 +75,34 @@ class EnvConfig:
     """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""
     vector: Literal["sync", "async", "ray"] = "async"
     """``sync``: gymnasium's SyncVectorEnv (one process); ``async``: two AsyncVectorEnvs (one process
-    per env) stepped in turns, so one half's envs step while the policy acts for the other (1.3x
-    faster to collect on 2 cores); or ``ray``:
+    per env; each half whole ``forward_group``s, one part if there is one group) stepped in turns,
+    so one half's envs step while the policy acts for the other (1.3x faster to collect on 2
+    cores); or ``ray``:
     ``workers`` Ray actors, each stepping a contiguous slice of the envs with a CPU copy of the
     policy (``docs/scaling.md``). The rollout is the same whichever is chosen."""
     workers: int = 1
-    """Ray actors collecting rollouts with ``vector: ray`` (one CPU each; at most ``num_envs``)."""
+    """Ray actors collecting rollouts with ``vector: ray`` (one CPU each; at most one per forward group)."""
+    forward_group: int = 4
+    """Envs whose observations share one forward pass while collecting: envs 0-3, 4-7, ... for 4
+    (the last group may be smaller). A group's actions depend on its own observations alone, and
+    the async halves and Ray workers each take whole groups, so the rollout is still the same
+    however they are split. 1 gives every env its own pass: 1.7x the forward time on floor
+    plans (docs/performance.md, "Forward passes in groups of envs")."""
+
+    @property
+    def n_forward_groups(self) -> int:
+        return -(-self.num_envs // self.forward_group)
 
     def __post_init__(self) -> None:
-        check_at_least_one("env.num_envs", self.num_envs, ConfigError)
-        check_at_least_one("env.workers", self.workers, ConfigError)
+        for name in ("num_envs", "workers", "forward_group"):
+            check_at_least_one(f"env.{name}", getattr(self, name), ConfigError)
         if self.workers > self.num_envs:
             raise ConfigError(f"env.workers={self.workers} is more than env.num_envs={self.num_envs}: "
                               f"each worker needs at least one env")
+        if self.workers > self.n_forward_groups:
+            raise ConfigError(f"env.workers={self.workers} is more than the {self.n_forward_groups} forward groups of "
+                              f"env.num_envs={self.num_envs} in groups of env.forward_group={self.forward_group}: "
+                              f"each worker takes whole groups; lower env.forward_group (1 allows one worker per env)")
 
 
 @dataclass

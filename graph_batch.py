@@ -2,14 +2,14 @@
 
 ``collate(obs)`` converts, validates and trims; ``PolicyNet`` then sees only a ``GraphBatch``.
 ``forward_observations(policy, obs, size_buckets)`` is the call the PPO update makes: it collates
-and runs the policy, optionally in slices of similar graph size. ``forward_each(policy, obs)`` is
-the collectors' call: one forward per observation.
+and runs the policy, optionally in slices of similar graph size. ``forward_groups(policy, obs,
+groups)`` is the collectors' call: one forward per group of envs, whose rows depend on that group alone.
 
 Shape legend: B batch, N nodes (after trimming), K candidate slots, F node features.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -114,19 +114,42 @@ def one_torch_thread() -> Iterator[None]:
             torch.set_num_threads(threads)
 
 
-def forward_each(policy: nn.Module, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
-    """``policy(collate(obs[i]))`` for each observation i, on one torch thread, stacked:
-    (logits [B,K], values [B]).
+def forward_groups(policy: nn.Module, obs: Mapping[str, Any], groups: Sequence[range]) -> tuple[Tensor, Tensor]:
+    """One batched ``policy(collate(...))`` per group of observations, on one torch thread, stacked
+    in the order of ``obs``: (logits [B,K], values [B]). ``groups`` are consecutive ranges that
+    cover ``range(B)``.
 
-    Row i depends on observation i alone, bit for bit, in any process. A batched call does not
-    promise that: its matrix products and trimming change with the batch's size and largest graph
-    (about 3e-6 on the default network), and torch's CPU kernels round differently with another
-    thread count (about 1e-6). The rollout collectors and the argmax actor use this, so a rollout
-    or an evaluation is the same however the envs or maps are split across processes or machines.
-    One thread is as fast for these one-graph passes (``docs/performance.md``).
+    Rows of a group depend on that group's observations alone, bit for bit, in any process: the
+    collectors give each group of envs (``env.forward_group``) one pass, so a rollout is the same
+    however whole groups are split across halves or Ray workers. A batched call does not promise
+    more: its matrix products and trimming change with the batch's size and largest graph (about
+    5e-6 on the floor-plan network), and torch's CPU kernels round differently with another
+    thread count (about 1e-6). Groups of one are ``forward_each``. A group of 4 floor-plan
+    observations costs 0.6x its 4 single passes (``docs/performance.md``).
     """
     device = next(policy.parameters()).device
+    if [i for group in groups for i in group] != list(range(len(obs[CURRENT_INDEX]))):
+        raise ValueError(f"groups {list(groups)} do not cover the {len(obs[CURRENT_INDEX])} observations in order")
     with one_torch_thread():
-        outputs = [policy(collate({key: value[i] for key, value in obs.items()}, device))
-                   for i in range(len(obs[CURRENT_INDEX]))]
+        outputs = [policy(collate({key: value[group.start:group.stop] for key, value in obs.items()}, device))
+                   for group in groups]
     return torch.cat([logits for logits, _ in outputs]), torch.cat([values for _, values in outputs])
+
+
+def forward_each(policy: nn.Module, obs: Mapping[str, Any]) -> tuple[Tensor, Tensor]:
+    """``forward_groups`` with one observation per group: row i depends on observation i alone.
+    The argmax actor of evaluations and the critic's bootstrap values use it, so an evaluation
+    is the same however the maps are split across processes or machines."""
+    return forward_groups(policy, obs, [range(i, i + 1) for i in range(len(obs[CURRENT_INDEX]))])
+
+
+def consecutive_groups(indices: Sequence[int], size: int) -> list[range]:
+    """Positions in ``indices`` (global env indices, ascending) grouped by ``index // size``:
+    envs 0-3, 4-7, ... for size 4, whichever of them ``indices`` holds."""
+    groups: list[range] = []
+    for position, index in enumerate(indices):
+        if groups and indices[groups[-1].start] // size == index // size:
+            groups[-1] = range(groups[-1].start, position + 1)
+        else:
+            groups.append(range(position, position + 1))
+    return groups

@@ -6,9 +6,9 @@ in turns, each half's forward passes running while the other half's envs step in
 processes. These are the in-process collectors; ``rl.cluster.collector.RayCollector``, built on
 ``VectorEnvCollector``, gives slices of the envs to Ray actors, and ``rl.collection`` picks one
 of the three by ``env.vector``. Two things make a rollout independent of how the envs are
-split: env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its action is
-sampled from its own observation's forward pass (``graph_batch.forward_each``) with a seed drawn
-from where it is (``rl.seeding.action_seed``).
+split into whole forward groups (``env.forward_group``): env ``i`` is seeded by its global index
+(``rl.envs.SeededEpisodes``), and its action is sampled from its group's forward pass
+(``graph_batch.forward_groups``) with a seed drawn from where it is (``rl.seeding.action_seed``).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from gymnasium.vector import AsyncVectorEnv
 from torch import Tensor, nn
 
 from config import Config
-from graph_batch import forward_each, one_torch_thread
+from graph_batch import consecutive_groups, forward_groups, one_torch_thread
 from rl.bootstrap import bootstrap_values
 from rl.buffer import Rollout
 from rl.envs import make_envs, restore_envs
@@ -41,10 +41,13 @@ class Collector(Protocol):
         """Release the envs (and workers)."""
 
 
-def sample_actions(policy: nn.Module, obs: dict, seeds: Sequence[int]) -> tuple[Tensor, Tensor, Tensor]:
-    """One action per env from its own forward pass and seed: (actions [E], log-probs [E], values [E])."""
+def sample_actions(policy: nn.Module, obs: dict, seeds: Sequence[int],
+                   groups: Sequence[range] | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """One action per env from its group's forward pass (``graph_batch.forward_groups``; default:
+    a pass per env) and its own seed: (actions [E], log-probs [E], values [E])."""
+    groups = [range(i, i + 1) for i in range(len(seeds))] if groups is None else groups
     with torch.no_grad():
-        logits, values = forward_each(policy, obs)
+        logits, values = forward_groups(policy, obs, groups)
         if not (torch.isfinite(logits).all() and torch.isfinite(values).all()):
             raise NonFiniteLossError("the policy's outputs are not finite while collecting a rollout: "
                                      "its weights have diverged (lower ppo.learning_rate?)")
@@ -65,6 +68,7 @@ class VectorEnvCollector:
                  env_indices: Sequence[int] | None = None, vector: str | None = None):
         self.num_steps, self.run_seed = config.ppo.num_steps, config.seed
         self.env_indices = list(range(config.env.num_envs) if env_indices is None else env_indices)
+        self.groups = consecutive_groups(self.env_indices, config.env.forward_group)  # positions sharing a pass
         self.bootstrap = bootstrap_values(config.ppo.gae_values)
         self.envs = make_envs(config.env, config.seed, self.bootstrap.wraps_greedy_value, self.env_indices, vector)
         if progress is None:
@@ -77,7 +81,7 @@ class VectorEnvCollector:
 
     def collect(self, policy: nn.Module) -> Rollout:
         rollout = Rollout(self.num_steps, self.envs.num_envs)
-        with one_torch_thread():  # as forward_each would per call: switched once, not per step
+        with one_torch_thread():  # as forward_groups would per call: switched once, not per step
             for _ in self.steps(policy, rollout):
                 pass
         return rollout
@@ -90,7 +94,7 @@ class VectorEnvCollector:
         for t in range(self.num_steps):
             seeds = [action_seed(self.run_seed, i, episode, len(actions)) for i, episode, actions
                      in zip(self.env_indices, self._progress.episodes, self._progress.actions)]
-            action, rollout.logprobs[t], value = sample_actions(policy, self.obs, seeds)
+            action, rollout.logprobs[t], value = sample_actions(policy, self.obs, seeds, self.groups)
             rollout.store_obs(t, self.obs)
             rollout.actions[t], rollout.values[t] = action, value
             rollout.bootstrap_values[t] = self.bootstrap.current(value)
@@ -125,6 +129,12 @@ def contiguous_slices(n: int, parts: int) -> list[range]:
     return [range(starts[w], starts[w + 1]) for w in range(parts)]
 
 
+def group_slices(n: int, group: int, parts: int) -> list[range]:
+    """``range(n)`` in ``parts`` contiguous slices of whole groups of ``group`` (the last group may
+    be smaller), as even in groups as can be: 10, 4, 2 -> 0-7, 8-9 (groups 0-3, 4-7, 8-9)."""
+    return [range(s.start * group, min(s.stop * group, n)) for s in contiguous_slices(-(-n // group), parts)]
+
+
 class InterleavedCollector:
     """``env.vector: async``: the envs in two halves, each an async vector env (one process per
     env), stepped in turns::
@@ -133,12 +143,14 @@ class InterleavedCollector:
         half B:                   forward passes -> send actions        ... receive results -> ...
 
     While one half's envs step (and play greedy out for W) in their processes, this process runs
-    the other half's forward passes, so both keep the cores busy. Each env samples with its own
-    seeds, so the rollout is the one ``sync`` collects, bit for bit.
+    the other half's forward passes, so both keep the cores busy. Each half holds whole forward
+    groups and each env samples with its own seeds, so the rollout is the one ``sync`` collects,
+    bit for bit.
     """
 
     def __init__(self, config: Config, progress: EpisodeProgress | None = None, halves: int = 2):
-        self.slices = contiguous_slices(config.env.num_envs, min(halves, config.env.num_envs))
+        env = config.env
+        self.slices = group_slices(env.num_envs, env.forward_group, min(halves, env.n_forward_groups))
         self.parts: list[VectorEnvCollector] = []
         try:
             for envs in self.slices:

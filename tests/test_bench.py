@@ -8,7 +8,7 @@ import pytest
 import rl.imitation as imitation
 from rl.evaluation import load_policy
 from rl.imitation import Labelled, fit_on
-from bench import (attention_speed, best_move, collector_speed, contention, encoder_vs_torch, env_speed, forward_each,
+from bench import (attention_speed, best_move, collector_speed, contention, encoder_vs_torch, env_speed, forward_groups,
                    headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
 from tests.helpers import SMOKE
 
@@ -30,7 +30,8 @@ from tests.helpers import SMOKE
      "agent and greedy agree on"),
     (train_speed, ["--config", str(SMOKE), "--init-from", "", "--updates", "2", "--rounds", "1",
                    "--variant", "ppo.update_epochs=1"], "| ppo.update_epochs=1 |"),
-    (forward_each, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1"], "max |logit difference|"),
+    (forward_groups, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1", "--groups", "1", "2"],
+     "groups of 2: "),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1"], "ours / torch per round"),
     (encoder_vs_torch, ["--nodes", "8", "--batch", "2", "--rounds", "1", "--repeats", "1", "--profile"],
      "x torch (the ceiling)"),

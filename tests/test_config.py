@@ -114,6 +114,7 @@ def test_the_attention_names_are_the_encoders():
     ("seed=-1", r"seed must be a finite number >= 0, got -1"),
     ("model.tanh_clipping=.nan", r"model.tanh_clipping must be a finite number > 0, got nan"),
     ("model.n_heads=[", r"override 'model.n_heads=\[': the value is not valid YAML"),
+    ("env.forward_group=0", r"env.forward_group must be >= 1, got 0"),
 ])
 def test_out_of_range_values_are_refused_naming_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
@@ -135,3 +136,11 @@ def test_a_broken_file_is_named_with_the_line(tmp_path):
     bad_value.write_text("ppo:\n  clip_coef: -1\n")
     with pytest.raises(ConfigError, match=r"bad.yaml: ppo.clip_coef must be"):
         load_config(bad_value)
+
+
+def test_ray_workers_take_whole_forward_groups():
+    assert load_config(None, ["env.num_envs=10", "env.forward_group=4"]).env.n_forward_groups == 3
+    load_config(None, ["env.num_envs=10", "env.forward_group=4", "env.workers=3"])
+    with pytest.raises(ConfigError, match=r"env.workers=4 is more than the 3 forward groups of env.num_envs=10 in "
+                                          r"groups of env.forward_group=4: .* lower env.forward_group"):
+        load_config(None, ["env.num_envs=10", "env.forward_group=4", "env.workers=4"])

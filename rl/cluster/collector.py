@@ -4,11 +4,12 @@
     weights = ray.put(policy.state_dict())   --->   worker w: envs [first_w, first_w + count_w)
     rollout = Rollout.join(ray.get(...))     <---   (Rollout of its slice, EpisodeProgress)
 
-Each worker is a ``VectorEnvCollector`` over a contiguous slice of the envs (sync, in the
-actor's process) with a CPU copy of the policy on one torch thread. The weights go into the
-object store once per update and every worker reads them from there. Because env ``i`` is seeded
-by its global index and samples with seeds of its own (``rl.collector``), the joined rollout
-equals the in-process collector's bit for bit, for any number of workers.
+Each worker is a ``VectorEnvCollector`` over a contiguous slice of the envs, whole forward groups
+(``env.forward_group``), sync, in the actor's process, with a CPU copy of the policy on one torch
+thread. The weights go into the object store once per update and every worker reads them from
+there. Because env ``i`` is seeded by its global index, acts from its group's forward pass and
+samples with seeds of its own (``rl.collector``), the joined rollout equals the in-process
+collector's bit for bit, for any number of workers.
 
 A worker whose process dies mid-rollout is restarted by Ray (``max_restarts``); the learner then
 rebuilds its envs by replaying them from where they stood when the rollout began (what
@@ -31,7 +32,7 @@ from config import Config
 from policy import build_policy
 from rl.buffer import Rollout
 from rl.cluster.connect import ClusterError, cluster_cpus, connect
-from rl.collector import VectorEnvCollector, contiguous_slices
+from rl.collector import VectorEnvCollector, group_slices
 from rl.episodes import EpisodeProgress
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class RayCollector:
             if config.env.workers > available:
                 raise ClusterError(f"env.workers={config.env.workers} needs {config.env.workers} CPUs, one per "
                                    f"worker; the Ray cluster has {available}")
-            self.slices = contiguous_slices(config.env.num_envs, config.env.workers)
+            self.slices = group_slices(config.env.num_envs, config.env.forward_group, config.env.workers)
             self.workers = [RolloutWorker.remote(config, indices) for indices in self.slices]
             # Each worker's envs' places when the next rollout begins: None until a fresh one's first.
             self.places: list[EpisodeProgress | None] = [

@@ -1,16 +1,20 @@
 """Collectors: a rollout does not depend on how the envs are split, and actions follow the policy."""
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
-from graph_batch import forward_each, forward_observations
+import graph_batch
+import rl.collector
+from graph_batch import consecutive_groups, forward_each, forward_groups, forward_observations
 from policy import PolicyNet
 from rl.buffer import Rollout
 from rl.collection import make_collector
-from rl.collector import InterleavedCollector, VectorEnvCollector, contiguous_slices, sample_actions
+from rl.collector import InterleavedCollector, VectorEnvCollector, contiguous_slices, group_slices, sample_actions
 from rl.episodes import EpisodeProgress
 from tests.helpers import assert_same_rollout, observations, smoke_config
+
 
 def collect_split(config, policy, slices, rollouts, progress=None):
     """``rollouts`` rollouts from collectors over consecutive env slices, joined."""
@@ -56,6 +60,65 @@ def test_forward_each_is_row_independent_and_agrees_with_a_batched_call():
         batched = forward_observations(policy, obs)
     torch.testing.assert_close(logits, batched[0])
     torch.testing.assert_close(values, batched[1])
+
+
+def test_a_groups_rows_depend_on_that_group_alone_and_equal_its_own_batched_call():
+    torch.manual_seed(0)
+    policy = PolicyNet(dataclasses.replace(smoke_config("unused").model, embed_dim=32, n_heads=4)).eval()
+    obs, other = observations(6, seed=3), observations(6, seed=4)
+    groups = [range(0, 4), range(4, 6)]
+    with torch.no_grad():
+        logits, values = forward_groups(policy, obs, groups)
+        first = policy(graph_batch.collate({key: value[:4] for key, value in obs.items()}))
+        assert torch.equal(logits[:4], first[0]) and torch.equal(values[:4], first[1])
+        # Another second group (other graphs, other sizes) leaves the first group's bits alone.
+        mixed = {key: np.concatenate([obs[key][:4], other[key][4:]]) for key in obs}
+        changed = forward_groups(policy, mixed, groups)
+        assert torch.equal(changed[0][:4], logits[:4]) and torch.equal(changed[1][:4], values[:4])
+        assert not torch.equal(changed[0][4:], logits[4:])
+        torch.testing.assert_close(logits, forward_each(policy, obs)[0])  # the same policy, up to rounding
+    with pytest.raises(ValueError, match=r"do not cover the 6 observations in order"):
+        forward_groups(policy, obs, [range(0, 4)])
+
+
+def test_consecutive_groups_follow_the_global_env_index():
+    assert consecutive_groups([0, 1, 2, 3, 4, 5], 4) == [range(0, 4), range(4, 6)]
+    assert consecutive_groups([4, 5, 6, 7, 8], 4) == [range(0, 4), range(4, 5)]
+    assert consecutive_groups([2, 3], 1) == [range(0, 1), range(1, 2)]
+
+
+def test_group_slices_take_whole_groups():
+    assert group_slices(10, 4, 2) == [range(0, 8), range(8, 10)]
+    assert group_slices(8, 4, 2) == [range(0, 4), range(4, 8)]
+    assert group_slices(7, 2, 3) == [range(0, 4), range(4, 6), range(6, 7)]
+    assert group_slices(5, 1, 2) == contiguous_slices(5, 2)
+
+
+def test_envs_act_from_their_groups_pass_however_the_groups_are_split(tmp_path, monkeypatch):
+    config = smoke_config(tmp_path, "env.num_envs=4", "env.forward_group=2", "env.kwargs.max_steps=8",
+                          "env.vector=async")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    passes = []
+    def recording(policy, obs, groups):
+        passes.append([len(group) for group in groups])
+        return forward_groups(policy, obs, groups)
+    monkeypatch.setattr(rl.collector, "forward_groups", recording)
+    whole, _ = collect_split(config, policy, [4], rollouts=2)
+    assert set(map(tuple, passes)) == {(2, 2)}  # one pass per group of two
+    passes.clear()
+    halves = make_collector(config)
+    assert [part.env_indices for part in halves.parts] == [[0, 1], [2, 3]]
+    for rollout in whole:
+        assert_same_rollout(halves.collect(policy), rollout)
+    assert set(map(tuple, passes)) == {(2,)}
+    halves.close()
+    split, _ = collect_split(config, policy, [2, 2], rollouts=2)
+    for a, b in zip(whole, split):
+        assert_same_rollout(a, b)
+    single = make_collector(dataclasses.replace(config, env=dataclasses.replace(config.env, forward_group=4)))
+    assert len(single.parts) == 1  # one group: nothing to interleave
+    single.close()
 
 
 def test_sampled_actions_follow_the_policy_and_never_take_a_masked_slot():

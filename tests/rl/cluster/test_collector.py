@@ -11,18 +11,18 @@ from rl.collector import VectorEnvCollector
 from tests.helpers import assert_same_rollout, kill_worker_mid_collect, smoke_config
 
 
-@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
-def test_ray_rollouts_equal_the_in_process_collectors(local_ray, tmp_path, gae_values):
-    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", f"ppo.gae_values={gae_values}")
+@pytest.mark.parametrize("gae_values, forward_group", [("critic", 1), ("greedy_rollout", 2)])
+def test_ray_rollouts_equal_the_in_process_collectors(local_ray, tmp_path, gae_values, forward_group):
+    settings = ("env.num_envs=3", "env.kwargs.max_steps=8", f"ppo.gae_values={gae_values}",
+                f"env.forward_group={forward_group}")  # 2: envs 0-1 share a pass, env 2 has its own
+    config = smoke_config(tmp_path, *settings)
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     here = VectorEnvCollector(config)
     expected = [here.collect(policy) for _ in range(2)]
     assert any(r.truncated.any() for r in expected) and any(r.episodes for r in expected)
     for workers in (1, 2):
-        collector = RayCollector(smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8",
-                                              f"ppo.gae_values={gae_values}", "env.vector=ray",
-                                              f"env.workers={workers}"))
+        collector = RayCollector(smoke_config(tmp_path, *settings, "env.vector=ray", f"env.workers={workers}"))
         try:
             for rollout in expected:
                 assert_same_rollout(collector.collect(policy), rollout)
