@@ -48,8 +48,8 @@ def move_gains(env: GreedyValue, obs: dict, value: float) -> np.ndarray:
     gains = np.full(len(obs[ACTION_MASK]), np.nan, dtype=np.float32)
     for slot in np.flatnonzero(obs[ACTION_MASK]):
         twin = world.lookahead_copy()
-        after, reward, terminated, *_ = twin.step(int(slot))
-        rest = 0.0 if terminated else math.fsum(play_greedy(twin, after, world.config.max_steps)[1])
+        reward, terminated = twin.play(int(slot))
+        rest = 0.0 if terminated else math.fsum(play_greedy(twin, world.config.max_steps)[1])
         gains[slot] = reward + rest - value
     return gains
 

@@ -2,8 +2,9 @@
 
 Each is a callable ``policy(obs, env) -> slot``. ``env`` is the env as ``gymnasium.make``
 returns it, wrappers and all, or the :class:`~env.grid_explore.GridExploreEnv` itself; a baseline
-reads the viewpoint graph through ``env.unwrapped`` (gymnasium 1.x wrappers no longer forward
-attributes).
+reads the viewpoint graph and the robot's node through ``env.unwrapped`` (gymnasium 1.x wrappers
+no longer forward attributes), the state ``obs`` shows, so play-outs can move a copy with
+``GridExploreEnv.play`` and never build an observation (``greedy_move``).
 """
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Callable
 import gymnasium as gym
 import numpy as np
 
-from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS
+from env.grid_explore import GridExploreEnv
+from env.observation import ACTION_MASK
 
 Policy = Callable[[dict, gym.Env], int]
 
@@ -23,29 +25,35 @@ def random_valid(obs: dict, env: gym.Env) -> int:
     return int(valid[env.unwrapped.np_random.integers(len(valid))])
 
 
-def _slot_towards(obs: dict, node: int) -> int:
-    return int(np.flatnonzero(obs[NEIGHBORS][int(obs[CURRENT_INDEX])] == node)[0])
-
-
-def nearest_frontier(obs: dict, env: gym.Env) -> int:
+def nearest_frontier_move(world: GridExploreEnv) -> int:
     """First hop of the shortest graph path to the nearest node with utility > 0 (stay if none):
-    the first node of the observation's guidepost."""
-    path = env.unwrapped.guidepost()
-    return _slot_towards(obs, path[0]) if path else 0
+    the first node of the robot's guidepost."""
+    path = world.guidepost()
+    return int(np.flatnonzero(world.robot_neighbors() == path[0])[0]) if path else 0
 
 
-def greedy(obs: dict, env: gym.Env) -> int:
+def greedy_move(world: GridExploreEnv) -> int:
     """The neighbour with the most utility per cell travelled; nearest frontier when none has any.
 
     The fallback matters: once every neighbour is explored, a purely local rule would stall.
     """
-    graph, current = env.unwrapped.graph, int(obs[CURRENT_INDEX])
+    graph, current, neighbors = world.graph, world.robot_node, world.robot_neighbors().tolist()
     best, best_score = None, 0.0
-    for slot in range(1, obs[NEIGHBORS].shape[1]):
-        node = int(obs[NEIGHBORS][current, slot])
+    for slot in range(1, len(neighbors)):
+        node = neighbors[slot]
         if node >= 0 and graph.utility[node] / graph.slot_length(current, slot) > best_score:
             best, best_score = slot, graph.utility[node] / graph.slot_length(current, slot)
-    return nearest_frontier(obs, env) if best is None else best
+    return nearest_frontier_move(world) if best is None else best
+
+
+def nearest_frontier(obs: dict, env: gym.Env) -> int:
+    """``nearest_frontier_move`` of the env ``obs`` comes from."""
+    return nearest_frontier_move(env.unwrapped)
+
+
+def greedy(obs: dict, env: gym.Env) -> int:
+    """``greedy_move`` of the env ``obs`` comes from."""
+    return greedy_move(env.unwrapped)
 
 
 BASELINES: dict[str, Policy] = {

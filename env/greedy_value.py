@@ -24,27 +24,28 @@ from typing import Any
 
 import gymnasium as gym
 
-from env.baselines import greedy
+from env.baselines import greedy_move
 from env.grid_explore import GridExploreEnv
 
 GREEDY_VALUE = "greedy_value"
 """The ``info`` key of W(s) for the state the env is in after this reset or step."""
 
 
-def play_greedy(world: GridExploreEnv, obs: dict, max_moves: int) -> tuple[list[int], list[float], bool]:
-    """Play greedy in ``world`` (mutating it), whose observation is ``obs``, until the episode
-    terminates (exploration complete), ends stuck (see the env's Termination) or ``max_moves`` moves.
+def play_greedy(world: GridExploreEnv, max_moves: int) -> tuple[list[int], list[float], bool]:
+    """Play greedy in ``world`` (mutating it) until the episode terminates (exploration complete),
+    ends stuck (see the env's Termination) or ``max_moves`` moves.
 
     The episode's own step limit is ignored: the moves are counted from here. Returns greedy's
     actions, their rewards, and whether the episode terminated. Even a map the robot has already
-    seen whole takes one move, which collects the completion bonus, as the env pays it.
+    seen whole takes one move, which collects the completion bonus, as the env pays it. Moves go
+    through ``GridExploreEnv.play``: no observation is built on the way.
     """
     actions: list[int] = []
     rewards: list[float] = []
     terminated = False
     while not world.episode_over and len(actions) < max_moves:
-        action = greedy(obs, world)
-        obs, reward, terminated, *_ = world.step(action)
+        action = greedy_move(world)
+        reward, terminated = world.play(action)
         actions.append(action)
         rewards.append(float(reward))
     return actions, rewards, terminated
@@ -69,7 +70,7 @@ class GreedyValue(gym.Wrapper):
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
-        self._replan(obs)
+        self._replan()
         return obs, {**info, GREEDY_VALUE: self.greedy_value}
 
     def step(self, action):
@@ -80,9 +81,9 @@ class GreedyValue(gym.Wrapper):
         elif on_plan:  # the robot made greedy's move: the rest of the plan still holds
             del self._actions[0], self._rewards[0]
         else:
-            self._replan(obs)
+            self._replan()
         return obs, reward, terminated, truncated, {**info, GREEDY_VALUE: self.greedy_value}
 
-    def _replan(self, obs: dict) -> None:
+    def _replan(self) -> None:
         world: GridExploreEnv = self.env.unwrapped
-        self._actions, self._rewards, _ = play_greedy(world.lookahead_copy(), obs, world.config.max_steps)
+        self._actions, self._rewards, _ = play_greedy(world.lookahead_copy(), world.config.max_steps)

@@ -185,6 +185,18 @@ class GridExploreEnv(gym.Env):
         return generate(family, cfg.map_size, cfg.map_size, rng, cfg.node_spacing), family, None
 
     def step(self, action):
+        reward, terminated, truncated, new_cells, invalid = self._move(action)
+        return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)
+
+    def play(self, action) -> tuple[float, bool]:
+        """``step`` without building the observation and the info: (reward, terminated). For
+        play-outs in copies (``env.greedy_value.play_greedy``), whose player reads the graph and
+        the robot's node itself; the observation is most of a play-out step's own cost."""
+        reward, terminated, *_ = self._move(action)
+        return reward, terminated
+
+    def _move(self, action) -> tuple[float, bool, bool, int, bool]:
+        """Move the robot through slot ``action``: (reward, terminated, truncated, new cells, invalid)."""
         cfg = self.config
         if self.episode_over:
             raise RuntimeError("the episode has ended (terminated or truncated); call reset() before step()")
@@ -222,7 +234,7 @@ class GridExploreEnv(gym.Env):
         self.episode_over = terminated or self.stuck or (truncated and self.time_limit_ends_episode)
         reward = step_reward(new_cells, distance, terminated, invalid,
                              sensor_range=cfg.sensor_range, node_spacing=cfg.node_spacing)
-        return self._observation(), reward, terminated, truncated, self._info(new_cells, invalid)
+        return reward, terminated, truncated, new_cells, invalid
 
     def _explored(self) -> bool:
         return self.known_free >= self.required_coverage * self.reachable_free
@@ -277,6 +289,11 @@ class GridExploreEnv(gym.Env):
         if path is None:
             path = self._guideposts[self.robot_node] = self.graph.guidepost(self.robot_node)
         return path
+
+    def robot_neighbors(self) -> np.ndarray:
+        """[K] the node behind each slot at the robot's node, -1 where there is no edge: the
+        observation's ``neighbors[current_index]``, read without building one (a view: do not write)."""
+        return self._neighbors[self.robot_node]
 
     def route_cells(self, positions: np.ndarray) -> list[tuple[int, int]]:
         """(row, col) map cells of flat padded ``positions``, e.g. a hop's

@@ -38,9 +38,9 @@ def travel_after(world: GridExploreEnv, slot: int) -> float:
     """C(s, slot): the travel at the end of the episode if the robot takes ``slot`` in ``world``
     and then plays greedy; infinite if the step limit comes first. ``world`` is left as it was."""
     world = world.lookahead_copy()
-    obs, _, terminated, truncated, _ = world.step(slot)
-    if not (terminated or truncated):
-        _, _, terminated = play_greedy(world, obs, world.config.max_steps - world.steps)
+    _, terminated = world.play(slot)
+    if not terminated:  # a stuck copy ends its episode; past the step limit no moves are left
+        _, _, terminated = play_greedy(world, world.config.max_steps - world.steps)
     return world.travel_distance if terminated else float("inf")
 
 

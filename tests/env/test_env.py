@@ -83,6 +83,27 @@ def test_a_copy_plays_the_same_episode_without_touching_the_original(duplicate):
     assert twin_trace[-1][3] > coverage_before + 0.1  # the copy really explored, with its own belief
 
 
+def test_play_moves_the_env_as_step_does_without_an_observation():
+    """Play-outs move copies with ``play``: the same world, rewards and ending as ``step``."""
+    env, obs = mid_episode(max_steps=60)
+    stepped, played = env.lookahead_copy(), env.lookahead_copy()
+    rng, o, built = np.random.default_rng(4), obs, []
+    build = played._observation
+    played._observation = lambda: built.append(1) or build()
+    while True:
+        assert np.array_equal(played.robot_neighbors(), o[NEIGHBORS][int(o[CURRENT_INDEX])])
+        action = random_valid_action(o, rng)
+        o, reward, terminated, truncated, _ = stepped.step(action)
+        assert played.play(action) == (reward, terminated)
+        assert (played.robot_node, played.travel_distance, played.steps, played.episode_over) == \
+               (stepped.robot_node, stepped.travel_distance, stepped.steps, stepped.episode_over)
+        assert np.array_equal(played.belief, stepped.belief) and np.array_equal(played.graph.utility, stepped.graph.utility)
+        if terminated or truncated:
+            break
+    assert not built  # no observation was built on the way
+    assert stepped.steps > 10
+
+
 def test_the_belief_world_holds_what_the_robot_knows_and_nothing_more():
     """``belief_world_copy``: a world for honest lookahead, the unknown taken as walls."""
     env, obs = mid_episode(max_steps=200)
