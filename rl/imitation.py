@@ -214,8 +214,10 @@ def _compact(key: str, value: np.ndarray) -> np.ndarray:
 
 def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labelled, epochs: int,
                  minibatch: int, spacing: float, ent_coef: float, size_buckets: int, seed: int,
-                 stop: StopOnSignal, temperature: float = 0.0) -> dict[str, float]:
-    """``epochs`` shuffled passes of minibatch steps over ``data``; the last epoch's mean loss parts."""
+                 stop: StopOnSignal, temperature: float = 0.0, trunk_dtype: torch.dtype = torch.float32
+                 ) -> dict[str, float]:
+    """``epochs`` shuffled passes of minibatch steps over ``data``; the last epoch's mean loss parts.
+    ``trunk_dtype`` is the PPO update's (``ppo.update_dtype``: bfloat16 runs the trunks under autocast)."""
     policy.train()
     generator = torch.Generator().manual_seed(seed)
     costs = torch.from_numpy(data.costs)
@@ -227,7 +229,8 @@ def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labe
         for index in tqdm(order, unit="batch", desc=f"epoch {epoch + 1}/{epochs}", leave=False):
             if stop.requested:
                 return {}
-            logits, _ = forward_observations(policy, {key: value[index] for key, value in obs.items()}, size_buckets)
+            logits, _ = forward_observations(policy, {key: value[index] for key, value in obs.items()}, size_buckets,
+                                             trunk_dtype)
             loss, parts = imitation_loss(logits, costs[index], spacing, ent_coef, temperature)
             optimizer.zero_grad()
             loss.backward()
@@ -310,7 +313,8 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
         data = Labelled.join(parts)
         fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
         fit = train_epochs(policy, optimizer, data, s.epochs, s.minibatch, spacing, s.ent_coef,
-                           config.ppo.size_buckets, config.seed * 1_000 + r, stop, s.temperature)
+                           config.ppo.size_buckets, config.seed * 1_000 + r, stop, s.temperature,
+                           getattr(torch, config.ppo.update_dtype))
         if stop.requested:
             break
         if s.temperature == 0 and fit["entropy"] < COLLAPSED_ENTROPY:

@@ -120,15 +120,16 @@ def test_collected_states_carry_their_own_costs(labelled):
     assert len({bytes(row) for row in data.obs["node_features"].reshape(96, -1)}) > 48  # states differ
 
 
-@pytest.mark.parametrize("temperature", [0.0, 0.5])
-def test_training_lowers_the_regret_on_the_states_it_fits(labelled, temperature):
+@pytest.mark.parametrize("temperature, trunk_dtype", [(0.0, torch.float32), (0.5, torch.float32),
+                                                     (0.0, torch.bfloat16)])
+def test_training_lowers_the_regret_on_the_states_it_fits(labelled, temperature, trunk_dtype):
     config, data = labelled
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     optimizer = torch.optim.Adam(policy.parameters(), lr=3e-3)
     with StopOnSignal() as stop:
         before = train_epochs(policy, torch.optim.SGD(policy.parameters(), lr=0.0), data, 1, 96, 4.0, 0.0, 1, 0, stop)
-        after = train_epochs(policy, optimizer, data, 40, 32, 4.0, 0.0, 1, 0, stop, temperature)
+        after = train_epochs(policy, optimizer, data, 40, 32, 4.0, 0.0, 1, 0, stop, temperature, trunk_dtype)
     assert after["regret"] < 0.5 * before["regret"]
     assert after["argmax_best"] > before["argmax_best"]
 
@@ -145,6 +146,15 @@ def test_the_program_writes_rounds_that_load_and_play(tmp_path, capsys):
     result, _ = run_episode(gym.make(config.env.id, **config.env.kwargs), argmax_actor(policy), seed=3)
     assert result.steps > 0
     assert imitation.main(args) == 2 and "is not empty" in capsys.readouterr().err  # never overwrites
+
+
+def test_the_rounds_train_in_the_configs_update_dtype(tmp_path, monkeypatch):
+    dtypes = []
+    fit = imitation.train_epochs
+    monkeypatch.setattr(imitation, "train_epochs", lambda *a: dtypes.append(a[-1]) or fit(*a))
+    assert imitation.main(["--config", "configs/smoke.yaml", "--out", str(tmp_path / "bf16"), "--rounds", "1",
+                           "--states", "8", "--epochs", "1", "--validation-maps", "1", "ppo.update_dtype=bfloat16"]) == 0
+    assert dtypes == [torch.bfloat16]
 
 
 @pytest.mark.parametrize("bad", [["--rounds", "0"], ["--states", "-1"], ["--learning-rate", "0"],
