@@ -122,10 +122,10 @@ def forward_groups(policy: nn.Module, obs: Mapping[str, Any], groups: Sequence[r
     Rows of a group depend on that group's observations alone, bit for bit, in any process: the
     collectors give each group of envs (``env.forward_group``) one pass, so a rollout is the same
     however whole groups are split across halves or Ray workers. A batched call does not promise
-    more: its matrix products and trimming change with the batch's size and largest graph (about
+    more: its matrix products and trimming change with the batch's size and largest graph (up to
     5e-6 on the floor-plan network), and torch's CPU kernels round differently with another
     thread count (about 1e-6). Groups of one are ``forward_each``. A group of 4 floor-plan
-    observations costs 0.6x its 4 single passes (``docs/performance.md``).
+    observations costs 0.46-0.56x its 4 single passes (``docs/performance.md``).
     """
     device = next(policy.parameters()).device
     if [i for group in groups for i in group] != list(range(len(obs[CURRENT_INDEX]))):
