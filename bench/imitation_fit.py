@@ -33,6 +33,7 @@ from env.observation import n_node_features
 from policy import build_policy
 from rl.imitation import Labelled, fit_on, node_spacing, train_epochs, write_round
 from rl.interrupt import StopOnSignal
+from rl.ppo import update_dtype
 from rl.trainer import load_initial_weights
 
 
@@ -55,7 +56,7 @@ def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
         trained = train_epochs(policy, optimizer, train, 1, minibatch, spacing, ent_coef, buckets,
-                               config.seed * 1_000 + epoch, stop, temperature, getattr(torch, config.ppo.update_dtype))
+                               config.seed * 1_000 + epoch, stop, temperature, update_dtype(config.ppo))
         if stop.requested:
             break
         seconds = time.perf_counter() - start

@@ -41,8 +41,11 @@ def greedy_move(world: GridExploreEnv) -> int:
     best, best_score = None, 0.0
     for slot in range(1, len(neighbors)):
         node = neighbors[slot]
-        if node >= 0 and graph.utility[node] / graph.slot_length(current, slot) > best_score:
-            best, best_score = slot, graph.utility[node] / graph.slot_length(current, slot)
+        if node < 0:
+            continue
+        score = graph.utility[node] / graph.slot_length(current, slot)
+        if score > best_score:
+            best, best_score = slot, score
     return nearest_frontier_move(world) if best is None else best
 
 

@@ -79,7 +79,7 @@ from rl.checkpoint import CheckpointError
 from rl.envs import make_envs, with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, map_dir_size, travel_ratio
 from rl.interrupt import StopOnSignal, signal_exit_code
-from rl.ppo import masked_policy
+from rl.ppo import masked_policy, update_dtype
 from rl.pretrained import weights_file
 from rl.trainer import load_initial_weights
 
@@ -314,7 +314,7 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
         fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
         fit = train_epochs(policy, optimizer, data, s.epochs, s.minibatch, spacing, s.ent_coef,
                            config.ppo.size_buckets, config.seed * 1_000 + r, stop, s.temperature,
-                           getattr(torch, config.ppo.update_dtype))
+                           update_dtype(config.ppo))
         if stop.requested:
             break
         if s.temperature == 0 and fit["entropy"] < COLLAPSED_ENTROPY:

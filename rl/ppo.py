@@ -30,6 +30,11 @@ def masked_policy(logits: Tensor) -> Categorical:
     return Categorical(logits=logits)
 
 
+def update_dtype(config: PPOConfig) -> torch.dtype:
+    """The float type ``ppo.update_dtype`` names, for ``PolicyNet``'s ``trunk_dtype`` in training passes."""
+    return getattr(torch, config.update_dtype)
+
+
 def explained_variance(predicted: Tensor, target: Tensor) -> float:
     """1 - Var(target - predicted) / Var(target): 1 is perfect, 0 no better than the mean."""
     variance = target.var()
@@ -61,11 +66,11 @@ def ppo_update(
 
     old_logprobs, old_values, actions = flat(rollout.logprobs), flat(rollout.values), flat(rollout.actions)
     advantages, returns = flat(advantages), flat(returns)
-    trunk_dtype = getattr(torch, config.update_dtype)
+    dtype = update_dtype(config)
     clipfracs: list[float] = []
     for _ in range(config.update_epochs):
         for index in torch.randperm(batch_size).split(minibatch_size):
-            logits, new_values = forward_observations(policy, rollout.flat_obs(index), config.size_buckets, trunk_dtype)
+            logits, new_values = forward_observations(policy, rollout.flat_obs(index), config.size_buckets, dtype)
             if not (torch.isfinite(logits).all() and torch.isfinite(new_values).all()):
                 raise NonFiniteLossError(f"the policy's outputs are not finite at global step {step}: the update "
                                          f"diverged (lower ppo.learning_rate?); no checkpoint was written from it")
