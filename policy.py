@@ -114,5 +114,5 @@ class PolicyNet(nn.Module):
 
 def build_policy(config: Config) -> PolicyNet:
     """The ``PolicyNet`` of a run's config: its model settings, and as many node features as its
-    env's observations have (5, or 9 with ``context_features``)."""
+    env's observations have (5; 4 more with ``context_features``, 2 with ``privileged_features``)."""
     return PolicyNet(config.model, n_node_features(config.env.kwargs))

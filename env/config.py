@@ -76,6 +76,10 @@ class GridExploreConfig:
     """Add four node features read from the belief around each node: the fractions of unknown and
     of free cells within one and two sensor ranges (``env.context``). Off by default, as the
     reference has none; the floor-plan agent uses them."""
+    privileged_features: bool = False
+    """Add two node features read from the *true* map (``env.context``): the fractions of the near
+    and far squares that are unknown yet free there. A diagnostic of what predicting the unseen map
+    would be worth, never for an agent to ship: it sees what the robot has not sensed."""
 
     def __post_init__(self) -> None:
         allowed = (*MAP_FAMILIES, MIXED)
@@ -88,7 +92,7 @@ class GridExploreConfig:
         for name, high in (("map_size", MAX_MAP_SIDE), ("sensor_range", MAX_SENSOR_RANGE)):
             if getattr(self, name) > high:
                 raise ValueError(f"{name} must be <= {high}, got {getattr(self, name)}")
-        for name in ("strict_actions", "allow_stay", "context_features"):
+        for name in ("strict_actions", "allow_stay", "context_features", "privileged_features"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         for name in ("map_file", "map_dir"):

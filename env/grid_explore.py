@@ -16,7 +16,7 @@ from env.lattice import build_lattice, n_steps_for
 from env.map_collection import map_collection
 from env.map_io import start_on
 from env.maps import MAP_FAMILIES, GridMap, generate
-from env.context import context_features
+from env.context import context_features, privileged_features
 from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES,
                              NODE_MASK, node_feature_names, observation_space)
 from env.reward import step_reward
@@ -53,7 +53,8 @@ class GridExploreEnv(gym.Env):
         to the robot / map side, utility / (2 pi utility_range) clipped to 1, visited flag,
         guidepost flag: on the shortest path to the nearest node with utility; with
         ``context_features``, [N_max, 9]: four more, the unknown and free fractions of the belief
-        within one and two sensor ranges of the node, :mod:`env.context`),
+        within one and two sensor ranges of the node, :mod:`env.context`; with
+        ``privileged_features``, two more after those, read from the true map: a diagnostic),
         ``node_mask`` [N_max], ``neighbors`` [N_max, K], ``current_index``, ``action_mask`` [K].
 
     Rewards:
@@ -88,7 +89,7 @@ class GridExploreEnv(gym.Env):
             raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
                              f"{self.height}x{self.width} map can hold; allowed: None or >= {capacity}")
         self.n_max = cfg.n_max or cfg.node_capacity(self.height, self.width)
-        self.n_features = len(node_feature_names(cfg.context_features))
+        self.n_features = len(node_feature_names(cfg.context_features, cfg.privileged_features))
         self.observation_space = observation_space(self.n_max, cfg.k, self.n_features)
         self.action_space = gym.spaces.Discrete(cfg.k)
         self.utility_range = cfg.resolved_utility_range
@@ -258,6 +259,9 @@ class GridExploreEnv(gym.Env):
         self._utility_feature = np.minimum(graph.utility[:n] / self._utility_norm, 1.0)
         if self.config.context_features:
             self._context = context_features(self.belief, graph.node_rc[:n] + self.pad, self.config.sensor_range)
+        if self.config.privileged_features:
+            self._privileged = privileged_features(self.belief, self._reachable.reshape(self.belief.shape),
+                                                   graph.node_rc[:n] + self.pad, self.config.sensor_range)
         self._node_mask = np.zeros(self.n_max, dtype=np.int8)
         self._node_mask[:n] = 1
         self._exhausted = not graph.utility.any()  # no node sees a frontier: nothing left to do
@@ -271,8 +275,12 @@ class GridExploreEnv(gym.Env):
         features[:n, 2] = self._utility_feature
         features[:n, 3] = graph.visited[:n]
         features[self.guidepost(), 4] = 1.0
+        column = N_NODE_FEATURES
         if self.config.context_features:
-            features[:n, N_NODE_FEATURES:] = self._context
+            features[:n, column : column + self._context.shape[1]] = self._context
+            column += self._context.shape[1]
+        if self.config.privileged_features:
+            features[:n, column:] = self._privileged
         neighbors = self._neighbors.copy()
         return {
             NODE_FEATURES: features,

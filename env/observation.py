@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from env.context import CONTEXT_FEATURE_NAMES
+from env.context import CONTEXT_FEATURE_NAMES, PRIVILEGED_FEATURE_NAMES
 
 NODE_FEATURES = "node_features"
 NODE_MASK = "node_mask"
@@ -36,19 +36,22 @@ OBSERVATION_KEYS = (NODE_FEATURES, NODE_MASK, NEIGHBORS, CURRENT_INDEX, ACTION_M
 # this); ``guidepost`` here is 1 for the nodes of the shortest path from the robot to the nearest
 # node with utility (robot's node excluded), the meaning later marmotlab code gives the name
 # (docs/reading-guide.md, "Node features").
-# With ``context_features=True`` the columns of ``env.context.CONTEXT_FEATURE_NAMES`` follow.
+# With ``context_features=True`` the columns of ``env.context.CONTEXT_FEATURE_NAMES`` follow, then
+# with ``privileged_features=True`` those of ``PRIVILEGED_FEATURE_NAMES``.
 NODE_FEATURE_NAMES = ("rel_x", "rel_y", "utility", "visited", "guidepost")
 N_NODE_FEATURES = len(NODE_FEATURE_NAMES)
 
 
-def node_feature_names(context_features: bool = False) -> tuple[str, ...]:
-    """The columns of ``node_features``, in order, with or without the context features."""
-    return NODE_FEATURE_NAMES + (CONTEXT_FEATURE_NAMES if context_features else ())
+def node_feature_names(context_features: bool = False, privileged_features: bool = False) -> tuple[str, ...]:
+    """The columns of ``node_features``, in order, with or without the context and privileged features."""
+    return (NODE_FEATURE_NAMES + (CONTEXT_FEATURE_NAMES if context_features else ())
+            + (PRIVILEGED_FEATURE_NAMES if privileged_features else ()))
 
 
 def n_node_features(env_kwargs: Mapping[str, Any]) -> int:
     """F, the columns of ``node_features`` of an env made with these keyword arguments."""
-    return len(node_feature_names(bool(env_kwargs.get("context_features", False))))
+    return len(node_feature_names(bool(env_kwargs.get("context_features", False)),
+                                  bool(env_kwargs.get("privileged_features", False))))
 
 PADDING_NEIGHBOR = -1
 

@@ -110,12 +110,12 @@ class Labelled:
     @classmethod
     def load(cls, path: Path, n_features: int) -> "Labelled":
         """A file of ``save``; ``ValueError`` naming it if its nodes do not carry ``n_features`` columns
-        (states of a run with other ``context_features``)."""
+        (states of a run with other ``context_features`` or ``privileged_features``)."""
         with np.load(path) as arrays:
             data = cls({key: arrays[key] for key in arrays.files if key != COSTS}, arrays[COSTS])
         if data.obs[NODE_FEATURES].shape[-1] != n_features:
             raise ValueError(f"{path}: its states have {data.obs[NODE_FEATURES].shape[-1]} node features, this "
-                             f"config's observations {n_features} (env.kwargs.context_features must match)")
+                             f"config's observations {n_features} (env.kwargs.context_features and privileged_features must match)")
         return data
 
     @classmethod

@@ -50,8 +50,9 @@ def load_initial_weights(policy: PolicyNet, config: Config) -> None:
     """Load the weights ``run.init_from`` names into ``policy``; a ``CheckpointError`` naming the
     model settings that differ between those weights and ``config``.
 
-    Weights trained without ``context_features`` start a run with them: the embedding's columns
-    for the four new features start at zero, so the network plays exactly as the one it came from
+    Weights trained with fewer node features (without ``context_features`` or
+    ``privileged_features``) start a run with them: the embedding's columns for the new features
+    start at zero, so the network plays exactly as the one it came from
     until training gives them weight.
     """
     path, state, trained_with = read_weights(Path(config.run.init_from))
