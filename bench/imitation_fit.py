@@ -11,9 +11,12 @@ the network is fresh) trains with ``rl.imitation``'s loss and optimiser on the `
 rounds' states, one epoch at a time, and after each epoch is judged on the ``--held-out`` round's
 states: its expected regret (node spacings) and how often its argmax is a best move. Each round of
 ``rl.imitation`` plays new envs, so the held-out states come from maps the training never saw.
-No map is played: the question is only whether a network (another size, another start) can fit
-the labels better than the shipped one, which the DAgger rounds could not show (their fit stayed
-at 0.66-0.69 spacings, docs/results.md section 8). Prints one line per epoch and a table.
+A setting may drop trailing feature columns the states carry (e.g. ``--variant
+"env.kwargs.privileged_features=false"`` on states collected with them): every setting then
+trains on the same states, with or without those columns. No map is played: the question is
+only whether a network (another size, another start, other inputs) can fit the labels better
+than the shipped one, which the DAgger rounds could not show (their fit stayed at 0.66-0.69
+spacings, docs/results.md section 8). Prints one line per epoch and a table.
 ``--save DIR`` keeps each setting's trained weights as a pretrained file (``DIR/base.pt``,
 ``DIR/variant_1.pt``, ...), for ``rl.imitation --init-from`` to go on with DAgger rounds.
 Ctrl-C ends the whole benchmark: the epochs finished so far are printed and written, no later
@@ -29,7 +32,7 @@ from pathlib import Path
 import torch
 
 from config import load_config
-from env.observation import n_node_features
+from env.observation import env_feature_names
 from policy import build_policy
 from rl.imitation import Labelled, fit_on, node_spacing, train_epochs, write_round
 from rl.interrupt import StopOnSignal
@@ -90,22 +93,30 @@ def main() -> None:
     if args.epochs < 1 or args.minibatch < 1 or not args.learning_rate > 0 or args.temperature < 0:
         parser.error(f"--epochs and --minibatch must be at least 1, --learning-rate > 0 and --temperature >= 0; got "
                      f"{args.epochs}, {args.minibatch}, {args.learning_rate} and {args.temperature}")
-    n_features = n_node_features(load_config(args.config, args.overrides).env.kwargs)
+    settings = {"base": args.overrides, **{v: [*args.overrides, *v.split()] for v in args.variant}}
+    columns = {name: env_feature_names(load_config(args.config, overrides).env.kwargs)
+               for name, overrides in settings.items()}
+    widest = max(columns.values(), key=len)
+    for name, names in columns.items():
+        if names != widest[:len(names)]:
+            parser.error(f"setting {name!r} reads node features {names}, not the leading columns of "
+                         f"{widest}: the settings' features must differ only in trailing columns")
     files = {r: args.states / f"states_{r:02d}.npz" for r in [*args.train, args.held_out]}
     missing = [str(path) for path in files.values() if not path.exists()]
     if missing:
         parser.error(f"no such states file: {', '.join(missing)}")
-    train = Labelled.join([Labelled.load(files[r], n_features) for r in args.train])
-    held_out = Labelled.load(files[args.held_out], n_features)
+    train = Labelled.join([Labelled.load(files[r], len(widest)) for r in args.train])
+    held_out = Labelled.load(files[args.held_out], len(widest))
     print(f"{len(train)} training states (rounds {args.train}), {len(held_out)} held-out (round {args.held_out})")
-    settings = {"base": args.overrides, **{v: [*args.overrides, *v.split()] for v in args.variant}}
     curves = {}
     with StopOnSignal("stopping: the epoch in progress is dropped, no later setting starts") as stop:
         for i, (name, overrides) in enumerate(settings.items()):
             if stop.requested:
                 break
             save = args.save / (f"variant_{i}.pt" if i else "base.pt") if args.save else None
-            curves[name] = fit_curve(name, args.config, overrides, train, held_out, args.epochs, args.learning_rate,
+            n = len(columns[name])
+            curves[name] = fit_curve(name, args.config, overrides, train.leading_features(n),
+                                     held_out.leading_features(n), args.epochs, args.learning_rate,
                                      args.minibatch, args.ent_coef, args.temperature, stop, save)
             if args.json:
                 args.json.write_text(json.dumps(curves, indent=2))

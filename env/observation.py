@@ -48,10 +48,15 @@ def node_feature_names(context_features: bool = False, privileged_features: bool
             + (PRIVILEGED_FEATURE_NAMES if privileged_features else ()))
 
 
+def env_feature_names(env_kwargs: Mapping[str, Any]) -> tuple[str, ...]:
+    """The columns of ``node_features`` of an env made with these keyword arguments."""
+    return node_feature_names(bool(env_kwargs.get("context_features", False)),
+                              bool(env_kwargs.get("privileged_features", False)))
+
+
 def n_node_features(env_kwargs: Mapping[str, Any]) -> int:
     """F, the columns of ``node_features`` of an env made with these keyword arguments."""
-    return len(node_feature_names(bool(env_kwargs.get("context_features", False)),
-                                  bool(env_kwargs.get("privileged_features", False))))
+    return len(env_feature_names(env_kwargs))
 
 PADDING_NEIGHBOR = -1
 

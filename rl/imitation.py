@@ -127,6 +127,11 @@ class Labelled:
                                     f"--out folder")
         return [cls.load(path, n_features) for path in paths]
 
+    def leading_features(self, n: int) -> "Labelled":
+        """The same states with only the first ``n`` node-feature columns (the trailing optional
+        columns dropped: ``env.observation.node_feature_names`` appends them last)."""
+        return Labelled({**self.obs, NODE_FEATURES: self.obs[NODE_FEATURES][..., :n]}, self.costs)
+
     @classmethod
     def join(cls, parts: list["Labelled"]) -> "Labelled":
         return cls({key: np.concatenate([p.obs[key] for p in parts]) for key in parts[0].obs},

@@ -112,3 +112,30 @@ def test_imitation_fit_refuses_bad_settings_before_any_training(tmp_path, monkey
     with pytest.raises(SystemExit):
         imitation_fit.main()
     assert message in capsys.readouterr().err
+
+
+def test_imitation_fit_settings_may_drop_the_trailing_feature_columns_of_the_states(tmp_path, monkeypatch, capsys):
+    states = tmp_path / "states"
+    assert imitation.main(["--config", str(SMOKE), "--out", str(states), "--rounds", "2", "--states", "16", "--epochs",
+                           "1", "--validation-maps", "1", "env.kwargs.privileged_features=true"]) == 0
+    monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(states), "--train", "0",
+                                      "--held-out", "1", "--epochs", "1", "--variant", "env.kwargs.privileged_features=false",
+                                      "--save", str(tmp_path / "weights"), "env.kwargs.privileged_features=true"])
+    imitation_fit.main()
+    with_columns, _ = load_policy(tmp_path / "weights" / "base.pt")
+    without, _ = load_policy(tmp_path / "weights" / "variant_1.pt")
+    assert {tuple(v.shape) for k, v in with_columns.state_dict().items() if k.endswith("initial_embedding.weight")} == {(16, 7)}
+    assert {tuple(v.shape) for k, v in without.state_dict().items() if k.endswith("initial_embedding.weight")} == {(16, 5)}
+    held_out = Labelled.load(states / "states_01.npz", 7)
+    assert fit_on(without, held_out.leading_features(5), 4.0, 1)["argmax_best"] >= 0  # it reads 5 columns
+    with pytest.raises(RuntimeError):  # and could not read the states whole
+        fit_on(without, held_out, 4.0, 1)
+
+
+def test_imitation_fit_refuses_settings_whose_features_are_not_leading_columns(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["imitation_fit", "--config", str(SMOKE), "--states", str(tmp_path), "--train", "0",
+                                      "--held-out", "1", "--variant", "env.kwargs.context_features=false",
+                                      "env.kwargs.context_features=true", "env.kwargs.privileged_features=true"])
+    with pytest.raises(SystemExit):
+        imitation_fit.main()
+    assert "not the leading columns of" in capsys.readouterr().err
