@@ -10,6 +10,7 @@ except ``env.kwargs``, which a file gives whole. Loading a config needs neither 
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import typing
 from dataclasses import dataclass, field
@@ -237,6 +238,35 @@ def load_config(path: str | Path | None = None, overrides: typing.Sequence[str] 
         return from_dict(Config, data)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}" if path is not None and not overrides else str(error)) from None
+
+
+SETTINGS_ADDED_SINCE: dict[str, Any] = {"env.forward_group": 1}
+"""Settings that arrived after runs had been saved and whose default changes what a run does, each
+with the value that reproduces a run saved before it (before forward groups: a pass per env). A
+resolved config lacks such a key only because it predates it: ``saved_config`` gives it this
+value, not today's default, so an old run resumes as it began."""
+
+
+def saved_config(data: dict[str, Any], source: str | Path) -> Config:
+    """The ``Config`` of a resolved config a run saved (its ``config.yaml``, a pretrained file's),
+    the keys it predates taken from ``SETTINGS_ADDED_SINCE``; a ``ConfigError`` names ``source``."""
+    data = copy.deepcopy(data)
+    for key, value in SETTINGS_ADDED_SINCE.items():
+        *parents, leaf = key.split(".")
+        node = data
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and leaf not in node:
+            node[leaf] = value
+    try:
+        return from_dict(Config, data)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def load_run_config(path: str | Path) -> Config:
+    """A run folder's saved ``config.yaml`` (``saved_config``)."""
+    return saved_config(read_yaml_file(Path(path)), path)
 
 
 def read_yaml_file(path: Path) -> dict[str, Any]:

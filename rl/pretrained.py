@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from config import Config, ConfigError, apply_override, from_dict, load_config
+from config import Config, ConfigError, apply_override, load_run_config, saved_config
 from env.config import GridExploreConfig
 from rl.atomic import atomic_write
 from rl.checkpoint import CheckpointError, checkpoints, load_checkpoint
@@ -46,8 +46,8 @@ def read_weights(source: Path) -> tuple[Path, dict[str, Any], Config]:
         readable = [p.name for p in found[1:] if _loads(p)]
         raise CheckpointError(f"{error}; readable checkpoints beside it: {', '.join(readable) or 'none'}") from None
     if state.get("format") == FORMAT:
-        return path, state, from_dict(Config, state["config"])
-    return path, state, load_config(path.parent / "config.yaml")
+        return path, state, saved_config(state["config"], path)
+    return path, state, load_run_config(path.parent / "config.yaml")
 
 
 def _loads(path: Path) -> bool:

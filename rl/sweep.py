@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from config import Config, flat_settings, load_config
+from config import Config, flat_settings, load_config, load_run_config
 from env.baselines import BASELINES
 from rl import tags
 from rl.atomic import atomic_write_text
@@ -94,7 +94,7 @@ def check_reusable(run_dir: Path, asked: Config) -> None:
     """Raise ``StaleRunError`` if ``run_dir`` holds a run made with other settings than ``asked``."""
     if not (run_dir / "config.yaml").exists():
         return
-    found, wanted = flat_settings(load_config(run_dir / "config.yaml")), flat_settings(asked)
+    found, wanted = flat_settings(load_run_config(run_dir / "config.yaml")), flat_settings(asked)
     differ = [key for key in wanted if key not in NOT_SHAPING_A_RUN and found.get(key) != wanted[key]]
     if differ:
         described = ", ".join(f"{key}: {found.get(key)!r} there, {wanted[key]!r} asked" for key in differ)

@@ -13,7 +13,7 @@ import torch
 from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
-from config import Config, ConfigError, flat_settings, load_config, save_config
+from config import Config, ConfigError, flat_settings, load_run_config, save_config
 from env.observation import n_node_features
 from graph_batch import collate
 from policy import PolicyNet, build_policy
@@ -141,7 +141,7 @@ class Trainer:
         lock = RunLock(run_dir).acquire() if run_dir.is_dir() else None
         try:
             path, state, skipped = load_latest_readable(run_dir)
-            config = load_config(run_dir / "config.yaml")
+            config = load_run_config(run_dir / "config.yaml")
             check_env_config(config.env)  # e.g. a map_dir whose files changed since: refused now, named
         except BaseException:
             if lock is not None:

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from config import (ATTENTION_IMPLS, Config, ConfigError, ModelConfig, flat_settings, from_dict, load_config,
-                    read_yaml_file, save_config)
+from config import (ATTENTION_IMPLS, SETTINGS_ADDED_SINCE, Config, ConfigError, ModelConfig, flat_settings, from_dict,
+                    load_config, load_run_config, read_yaml_file, save_config, saved_config)
 
 CONFIG_DIR = Path(__file__).parents[1] / "configs"
 CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
@@ -63,6 +63,19 @@ def test_saved_config_loads_back_identical(tmp_path):
     config = load_config(None, ["model.n_heads=2", "model.attention_impl=reference"])
     save_config(config, tmp_path / "config.yaml")
     assert load_config(tmp_path / "config.yaml") == config
+
+
+def test_a_saved_config_older_than_forward_groups_keeps_a_pass_per_env(tmp_path):
+    save_config(load_config(None, ["env.forward_group=2"]), tmp_path / "config.yaml")
+    assert load_run_config(tmp_path / "config.yaml").env.forward_group == 2  # a key it has is kept
+    data = read_yaml_file(tmp_path / "config.yaml")
+    del data["env"]["forward_group"]  # as saved before the key existed
+    assert saved_config(data, "old.pt").env.forward_group == SETTINGS_ADDED_SINCE["env.forward_group"] == 1
+    assert "forward_group" not in data["env"]  # the caller's mapping is left as it was
+    assert load_config(None).env.forward_group == 4  # while today's default is groups of 4
+    data["env"]["nonsense"] = 1
+    with pytest.raises(ConfigError, match="old.pt: unknown key 'env.nonsense'"):
+        saved_config(data, "old.pt")
 
 
 def test_the_defaults_are_the_default_run_and_its_file_states_only_its_name():

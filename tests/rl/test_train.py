@@ -91,6 +91,23 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tmp_path, gae_values
         assert torch.equal(tensor, b["model"][name]), name
 
 
+def test_a_run_saved_before_forward_groups_resumes_as_it_began(tmp_path):
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    overrides = ("ppo.total_timesteps=128", "run.image_every=0", "env.num_envs=4", "env.forward_group=1")
+    Trainer.create(smoke_config(straight, *overrides), straight).train()
+    Trainer.create(smoke_config(interrupted, *overrides), interrupted).train(max_updates=2)
+    saved = yaml.safe_load((interrupted / "config.yaml").read_text())
+    del saved["env"]["forward_group"]  # as a run saved before the setting existed
+    (interrupted / "config.yaml").write_text(yaml.safe_dump(saved, sort_keys=False))
+    resumed = Trainer.resume(interrupted)
+    assert resumed.config.env.forward_group == 1  # not today's default of 4
+    resumed.train()
+    a, b = load_checkpoint(latest_checkpoint(straight)), load_checkpoint(latest_checkpoint(interrupted))
+    assert a["actions"] == b["actions"]
+    for name, tensor in a["model"].items():
+        assert torch.equal(tensor, b["model"][name]), name
+
+
 def test_keep_checkpoints_deletes_the_older_ones_and_the_run_still_resumes(tmp_path):
     overrides = ("ppo.total_timesteps=128", "run.image_every=0", "run.keep_checkpoints=2")  # 4 updates, 1 each
     Trainer.create(smoke_config(tmp_path, *overrides), tmp_path).train(max_updates=3)
