@@ -257,11 +257,14 @@ class GridExploreEnv(gym.Env):
         # Node positions as (rel_x, rel_y) scale, shifted by the robot's at each observation.
         self._node_xy = graph.node_rc[:n, ::-1] / np.float32(max(self.height, self.width))
         self._utility_feature = np.minimum(graph.utility[:n] / self._utility_norm, 1.0)
+        # The optional columns after the base ones, in the order of ``node_feature_names``.
+        node_rc, optional = graph.node_rc[:n] + self.pad, []
         if self.config.context_features:
-            self._context = context_features(self.belief, graph.node_rc[:n] + self.pad, self.config.sensor_range)
+            optional.append(context_features(self.belief, node_rc, self.config.sensor_range))
         if self.config.privileged_features:
-            self._privileged = privileged_features(self.belief, self._reachable.reshape(self.belief.shape),
-                                                   graph.node_rc[:n] + self.pad, self.config.sensor_range)
+            optional.append(privileged_features(self.belief, self._reachable.reshape(self.belief.shape), node_rc,
+                                                self.config.sensor_range))
+        self._optional_features = np.concatenate(optional, axis=1) if optional else None
         self._node_mask = np.zeros(self.n_max, dtype=np.int8)
         self._node_mask[:n] = 1
         self._exhausted = not graph.utility.any()  # no node sees a frontier: nothing left to do
@@ -275,12 +278,8 @@ class GridExploreEnv(gym.Env):
         features[:n, 2] = self._utility_feature
         features[:n, 3] = graph.visited[:n]
         features[self.guidepost(), 4] = 1.0
-        column = N_NODE_FEATURES
-        if self.config.context_features:
-            features[:n, column : column + self._context.shape[1]] = self._context
-            column += self._context.shape[1]
-        if self.config.privileged_features:
-            features[:n, column:] = self._privileged
+        if self._optional_features is not None:
+            features[:n, N_NODE_FEATURES:] = self._optional_features
         neighbors = self._neighbors.copy()
         return {
             NODE_FEATURES: features,

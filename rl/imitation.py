@@ -115,7 +115,8 @@ class Labelled:
             data = cls({key: arrays[key] for key in arrays.files if key != COSTS}, arrays[COSTS])
         if data.obs[NODE_FEATURES].shape[-1] != n_features:
             raise ValueError(f"{path}: its states have {data.obs[NODE_FEATURES].shape[-1]} node features, this "
-                             f"config's observations {n_features} (env.kwargs.context_features and privileged_features must match)")
+                             f"config's observations {n_features} (env.kwargs.context_features and "
+                             f"privileged_features must match)")
         return data
 
     @classmethod

@@ -14,7 +14,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from config import Config, ConfigError, flat_settings, load_run_config, save_config
-from env.observation import n_node_features
+from env.observation import env_feature_names
 from graph_batch import collate
 from policy import PolicyNet, build_policy
 from rl.buffer import Rollout
@@ -56,18 +56,21 @@ def load_initial_weights(policy: PolicyNet, config: Config) -> None:
     until training gives them weight.
     """
     path, state, trained_with = read_weights(Path(config.run.init_from))
-    weights = with_input_columns(state["model"], n_node_features(trained_with.env.kwargs),
-                                 n_node_features(config.env.kwargs))
+    weights = with_input_columns(state["model"], env_feature_names(trained_with.env.kwargs),
+                                 env_feature_names(config.env.kwargs))
     load_model_weights(policy, {**state, "model": weights, "model_config": asdict(trained_with.model)}, path,
                        asdict(config.model), wanted="this run's config")
 
 
-def with_input_columns(weights: dict[str, torch.Tensor], had: int, wanted: int) -> dict[str, torch.Tensor]:
-    """``weights`` whose node embeddings (``*.initial_embedding.weight`` [D, had]) take ``wanted``
-    node features, the new columns zero; unchanged unless ``had < wanted``."""
-    if had >= wanted:
+def with_input_columns(weights: dict[str, torch.Tensor], had: tuple[str, ...],
+                       wanted: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """``weights`` whose node embeddings (``*.initial_embedding.weight`` [D, len(had)]) take the node
+    features ``wanted``: each column moved to its feature's place, a new feature's column zero;
+    unchanged unless ``wanted`` holds every feature of ``had`` and more."""
+    if not set(had) < set(wanted):
         return weights
-    return {key: torch.cat([value, value.new_zeros(value.shape[0], wanted - had)], dim=1)
+    places = torch.tensor([wanted.index(name) for name in had])
+    return {key: value.new_zeros(value.shape[0], len(wanted)).index_copy(1, places, value)
             if key.endswith("initial_embedding.weight") else value for key, value in weights.items()}
 
 

@@ -4,13 +4,13 @@ import torch
 
 import evaluate
 import train
-from env.observation import N_NODE_FEATURES
+from env.observation import N_NODE_FEATURES, node_feature_names
 from graph_batch import collate
 from rl.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from rl.envs import make_env, with_env_overrides
 from rl.pretrained import FORMAT, export, main as export_main
-from rl.trainer import Trainer
+from rl.trainer import Trainer, with_input_columns
 from tests.helpers import SMOKE, smoke_config
 
 
@@ -83,6 +83,18 @@ def test_init_from_weights_without_context_features_plays_as_they_do_until_train
     assert trainer.policy.actor_trunk.initial_embedding.weight[:, N_NODE_FEATURES:].any()  # now they count
     _, reloaded = load_policy(tmp_path / "new")
     assert reloaded.env.kwargs["context_features"] is True
+
+
+def test_input_columns_move_to_their_features_places_whatever_optional_features_come_between():
+    had = node_feature_names(privileged_features=True)
+    wanted = node_feature_names(context_features=True, privileged_features=True)
+    weight = torch.arange(3.0 * len(had)).view(3, len(had))
+    moved = with_input_columns({"actor_trunk.initial_embedding.weight": weight, "other": weight}, had, wanted)
+    for column, name in enumerate(wanted):  # by hand: each feature's column where its name now is
+        expected = weight[:, had.index(name)] if name in had else torch.zeros(3)
+        assert torch.equal(moved["actor_trunk.initial_embedding.weight"][:, column], expected), name
+    assert moved["other"] is weight
+    assert with_input_columns({"x.initial_embedding.weight": weight}, had, had)["x.initial_embedding.weight"] is weight
 
 
 def test_init_from_weights_of_another_network_is_refused_before_anything_is_written(smoke_run, tmp_path, capsys):
