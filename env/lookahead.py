@@ -16,6 +16,18 @@ Three users: ``bench.headroom`` plays the oracle and the same lookahead in the r
 ``LookaheadCosts`` reports C(s, .) for every state an env visits, and ``rl.imitation`` trains the
 policy to take the moves C prices lowest. A cost plays some (valid moves) x (moves left) env steps:
 about 30 ms a state on the floor plans of ``configs/dungeon.yaml`` (docs/performance.md).
+
+Greedy is one continuation. Any other player of the observations can finish the episode instead
+(a ``Continuation``: moves for a batch of observations), giving its own
+
+.. math::
+
+    C_\\pi(s, a) = \\text{travel at the end of the episode if the robot takes } a \\text{ and } \\pi \\text{ then plays to completion}
+
+the true cost Q of the move under pi; its argmin is pi's one-step improvement, so labels priced
+with the learner's own continuation make imitation a step of policy iteration instead of an
+improvement on greedy alone. The copies of a state's valid moves play in lockstep, one batched
+call of the continuation per step.
 """
 from __future__ import annotations
 
@@ -29,6 +41,10 @@ from env.baselines import Policy
 from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
+
+Continuation = Callable[[dict[str, np.ndarray]], np.ndarray]
+"""A player for play-outs: observations stacked along a first axis [B, ...] -> [B] slots, each a
+pure function of its own observation."""
 
 LOOKAHEAD_COSTS = "lookahead_costs"
 """The ``info`` key of C(s, .) for the state the env is in after this reset or step."""
@@ -44,11 +60,39 @@ def travel_after(world: GridExploreEnv, slot: int) -> float:
     return world.travel_distance if terminated else float("inf")
 
 
-def lookahead_costs(world: GridExploreEnv, action_mask: np.ndarray) -> np.ndarray:
-    """[K] float32 C(s, k) for every slot k of the state ``world`` is in: ``travel_after`` for a
-    slot ``action_mask`` allows, infinite for one it does not."""
+def travel_after_each(world: GridExploreEnv, slots: np.ndarray, continuation: Continuation) -> np.ndarray:
+    """[len(slots)] C_pi(s, slot) for each of ``slots``: a copy of ``world`` per slot takes it, then
+    ``continuation`` plays the copies still going, one batched call a step, until each has
+    terminated (its travel), ended stuck or reached the step limit (infinite). ``world`` is left
+    as it was."""
+    costs = np.full(len(slots), np.inf)
+    twins = [world.lookahead_copy() for _ in slots]
+    playing, moves = list(range(len(slots))), slots  # the copies still going (positions in slots), their next moves
+    while playing:
+        still: list[tuple[int, dict]] = []
+        for i, move in zip(playing, moves):
+            obs, _, terminated, _, _ = twins[i].step(int(move))
+            if terminated:
+                costs[i] = twins[i].travel_distance
+            elif not twins[i].episode_over and twins[i].steps < twins[i].config.max_steps:
+                still.append((i, obs))
+        playing = [i for i, _ in still]
+        if still:
+            moves = continuation({key: np.stack([obs[key] for _, obs in still]) for key in still[0][1]})
+    return costs
+
+
+def lookahead_costs(world: GridExploreEnv, action_mask: np.ndarray, continuation: Continuation | None = None
+                    ) -> np.ndarray:
+    """[K] float32 C(s, k) for every slot k of the state ``world`` is in: ``travel_after`` (greedy
+    finishes) or, given a ``continuation``, ``travel_after_each`` for a slot ``action_mask``
+    allows; infinite for one it does not."""
     costs = np.full(len(action_mask), np.inf, dtype=np.float32)
-    for slot in np.flatnonzero(action_mask):
+    slots = np.flatnonzero(action_mask)
+    if continuation is not None:
+        costs[slots] = travel_after_each(world, slots, continuation)
+        return costs
+    for slot in slots:
         costs[slot] = travel_after(world, int(slot))
     return costs
 
@@ -69,7 +113,12 @@ belief_lookahead = greedy_lookahead(GridExploreEnv.belief_world_copy)
 
 class LookaheadCosts(gym.Wrapper):
     """Adds ``info["lookahead_costs"]``, C(s, .) of the state after each reset and step ([K]
-    float32, infinite for masked slots; all infinite once the episode is over)."""
+    float32, infinite for masked slots; all infinite once the episode is over), with greedy or
+    ``continuation`` finishing the episode."""
+
+    def __init__(self, env: gym.Env, continuation: Continuation | None = None):
+        super().__init__(env)
+        self.continuation = continuation
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
@@ -82,4 +131,4 @@ class LookaheadCosts(gym.Wrapper):
     def _costs(self, obs: dict, over: bool) -> np.ndarray:
         if over:  # the final state: no move follows it
             return np.full(len(obs[ACTION_MASK]), np.inf, dtype=np.float32)
-        return lookahead_costs(self.env.unwrapped, obs[ACTION_MASK])
+        return lookahead_costs(self.env.unwrapped, obs[ACTION_MASK], self.continuation)

@@ -23,7 +23,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import ConfigError, EnvConfig, apply_override
 from env.greedy_value import GreedyValue
-from env.lookahead import LookaheadCosts
+from env.lookahead import Continuation, LookaheadCosts
 from rl.episodes import EpisodeProgress
 from rl.seeding import train_episode_seed
 
@@ -99,12 +99,14 @@ def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
 
 
 def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indices: Sequence[int] | None = None,
-              vector: str | None = None, lookahead_costs: bool = False) -> gym.vector.VectorEnv:
+              vector: str | None = None, lookahead_costs: bool = False,
+              continuation: Continuation | None = None) -> gym.vector.VectorEnv:
     """The run's envs ``indices`` (default: all ``config.num_envs``), seeded by their global index,
     in a Sync or Async vector env (``vector``, default ``config.vector``; ``ray`` workers hold
     Sync ones) with same-step autoreset; with ``greedy_value`` each also reports W(s)
     (``env.greedy_value.GreedyValue``), with ``lookahead_costs`` C(s, .) (``env.lookahead.LookaheadCosts``,
-    computed in the env's own process when ``async``).
+    computed in the env's own process when ``async``; greedy finishes each play-out, or
+    ``continuation`` if given).
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
     returns the next episode's first observation at once, so no rollout step is wasted. Every map
@@ -117,7 +119,7 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
         def make() -> gym.Env:
             one = make_env(config)
             one = GreedyValue(one) if greedy_value else one
-            return SeededEpisodes(LookaheadCosts(one) if lookahead_costs else one, run_seed, index)
+            return SeededEpisodes(LookaheadCosts(one, continuation) if lookahead_costs else one, run_seed, index)
         return make
 
     indices = range(config.num_envs) if indices is None else indices

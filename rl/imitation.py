@@ -2,7 +2,7 @@
 
     python -m rl.imitation --config configs/dungeon.yaml --out runs/imitation [--init-from WEIGHTS]
         [--rounds 4] [--states 20000] [--epochs 3] [--validation-maps 100] [--temperature T]
-        [--states-from EARLIER_OUT] [KEY=VALUE ...]
+        [--states-from EARLIER_OUT] [--continuation {greedy,agent}] [KEY=VALUE ...]
 
 PPO learns from one sampled move per state and that move's gain over greedy's (GAE on greedy's
 value, ``rl.bootstrap``). The lookahead prices every valid move of a state on the true map
@@ -41,6 +41,12 @@ value, ``rl.bootstrap``). The lookahead prices every valid move of a state on th
 3. **validate**: the policy's argmax on the first ``--validation-maps`` maps of the config's
    ``map_dir`` validation split (procedural maps: held-out seeds), travel / greedy per map.
 
+``--continuation agent`` prices the moves with the policy itself finishing each play-out (its
+argmax, with the weights the round collects with: ``rl.continuation``), C_pi(s, a), instead of
+greedy: each round is then a step of approximate policy iteration, whose labels improve on the
+current policy rather than on greedy alone. A play-out then costs a batched forward pass per
+step besides the env's steps.
+
 Each round also reports the regret on its new states before it trains on them: the regret of
 the policy that visited them, a held-out figure beside the training loss.
 
@@ -76,6 +82,7 @@ from graph_batch import forward_each, forward_observations, one_torch_thread
 from policy import build_policy
 from rl.atomic import atomic_write, atomic_write_text
 from rl.checkpoint import CheckpointError
+from rl.continuation import PolicyContinuation
 from rl.envs import make_envs, with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, map_dir_size, travel_ratio
 from rl.interrupt import StopOnSignal, signal_exit_code
@@ -88,6 +95,10 @@ COSTS = "costs"
 
 COLLAPSED_ENTROPY = 1e-3
 """A round's mean policy entropy below which the expected-regret loss has stopped learning (a warning)."""
+
+GREEDY = "greedy"
+CONTINUATIONS = (GREEDY, AGENT)
+"""Who finishes a lookahead's play-outs (``--continuation``): greedy, or the policy's argmax."""
 
 REGRET_CAP = 10.0
 """The regret, in node spacings, of a move after which greedy cannot finish within the step limit."""
@@ -182,12 +193,15 @@ def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: floa
     return cross_entropy - ent_coef * entropy, parts
 
 
-def collect(policy: nn.Module, config: Config, n_states: int, round_index: int, stop: StopOnSignal) -> Labelled:
-    """``n_states`` states the policy visits sampling its moves, each with C(s, .). The envs of round
-    r are the run's envs ``r * num_envs ..``, so every round plays new episodes (new maps)."""
+def collect(policy: nn.Module, config: Config, n_states: int, round_index: int, stop: StopOnSignal,
+            continuation: str = GREEDY) -> Labelled:
+    """``n_states`` states the policy visits sampling its moves, each with C(s, .), greedy or the
+    policy's argmax (``continuation``: ``greedy`` or ``agent``) finishing the play-outs. The envs
+    of round r are the run's envs ``r * num_envs ..``, so every round plays new episodes (new maps)."""
     E = config.env.num_envs
+    player = PolicyContinuation(config, policy.state_dict()) if continuation == AGENT else None
     envs = make_envs(config.env, config.seed, indices=range(round_index * E, (round_index + 1) * E),
-                     lookahead_costs=True)
+                     lookahead_costs=True, continuation=player)
     generator = torch.Generator().manual_seed(config.seed * 1_000 + round_index)
     kept_obs: list[dict[str, np.ndarray]] = []
     kept_costs: list[np.ndarray] = []
@@ -293,6 +307,7 @@ class Settings:
     minibatch: int
     ent_coef: float
     temperature: float
+    continuation: str = GREEDY
 
 
 def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earlier: Sequence[Labelled] = ()
@@ -312,7 +327,7 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
     newest = None
     parts = list(earlier)
     for r in range(s.rounds):
-        parts.append(collect(policy, config, s.states, r, stop))
+        parts.append(collect(policy, config, s.states, r, stop, s.continuation))
         if stop.requested:
             break
         parts[-1].save(out / f"states_{r:02d}.npz")
@@ -361,6 +376,9 @@ def main(argv: list[str] | None = None) -> int:
                              "T in node spacings (module docstring)")
     parser.add_argument("--states-from", type=Path, metavar="EARLIER_OUT",
                         help="also train on the labelled states (states_NN.npz) of this earlier --out folder")
+    parser.add_argument("--continuation", choices=CONTINUATIONS, default=GREEDY,
+                        help="who finishes the lookahead's play-outs: greedy, or the policy's argmax (a policy-"
+                             "iteration step; module docstring) (default: %(default)s)")
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. env.kwargs.map_dir=PATH")
     args = parser.parse_intermixed_args(argv)
     for name in ("rounds", "states", "epochs", "validation_maps", "minibatch"):
@@ -378,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         with StopOnSignal("stopping; the files of the rounds already finished stay") as stop:
             settings = Settings(args.rounds, args.states, args.epochs, args.validation_maps, args.learning_rate,
-                                args.minibatch, args.ent_coef, args.temperature)
+                                args.minibatch, args.ent_coef, args.temperature, args.continuation)
             newest = run(config, args.out, settings, stop, earlier)
     except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """Lookahead costs and imitation of the lookahead (``env/lookahead.py``, ``rl/imitation.py``)."""
 import json
 import math
+import pickle
 import signal
 
 import gymnasium as gym
@@ -12,28 +13,46 @@ import env  # noqa: F401  (registers the envs)
 import rl.imitation as imitation
 from env.baselines import greedy
 from env.lookahead import LOOKAHEAD_COSTS, lookahead_costs
-from env.observation import ACTION_MASK
+from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURES, NODE_FEATURE_NAMES
+from rl.continuation import PolicyContinuation
 from rl.envs import make_envs
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from graph_batch import forward_observations
+from graph_batch import collate, forward_observations
 from rl.imitation import REGRET_CAP, Labelled, collect, fit_on, fresh_regret, imitation_loss, regrets, train_epochs
 from rl.interrupt import StopOnSignal
 from policy import PolicyNet
 from config import load_config
-from tests.helpers import SMOKE
+from tests.helpers import ROOT, SMOKE
 
 
-def play_out(env_id_kwargs, seed, actions):
-    """A fresh env replayed through ``actions``, then greedy to the end: its final travel (inf if it
-    runs out of steps). Independent of ``lookahead_copy``: nothing is copied."""
+def play_out(env_id_kwargs, seed, actions, player=greedy):
+    """A fresh env replayed through ``actions``, then ``player`` (obs, env) -> slot to the end: its
+    final travel (inf if it runs out of steps). Independent of ``lookahead_copy``: nothing is copied."""
     world = gym.make("GridExplore-v0", **env_id_kwargs)
     obs, _ = world.reset(seed=seed)
     terminated = truncated = False
     for action in actions:
         obs, _, terminated, truncated, _ = world.step(action)
     while not (terminated or truncated):
-        obs, _, terminated, truncated, _ = world.step(greedy(obs, world))
+        obs, _, terminated, truncated, _ = world.step(player(obs, world))
     return world.unwrapped.travel_distance if terminated else math.inf
+
+
+GUIDEPOST = NODE_FEATURE_NAMES.index("guidepost")
+
+
+def towards_guidepost(obs: dict) -> int:
+    """A player of one observation alone: the valid slot whose node has the largest guidepost
+    feature (ties: the lowest slot)."""
+    targets = obs[NEIGHBORS][int(obs[CURRENT_INDEX])]
+    score = np.where(obs[ACTION_MASK] == 1, obs[NODE_FEATURES][targets, GUIDEPOST], -np.inf)
+    return int(np.argmax(score))
+
+
+def guidepost_continuation(batch: dict) -> np.ndarray:
+    """``towards_guidepost`` row by row, as a ``Continuation`` (batched observations -> slots)."""
+    return np.array([towards_guidepost({key: value[i] for key, value in batch.items()})
+                     for i in range(len(batch[CURRENT_INDEX]))])
 
 
 @pytest.mark.parametrize("seed", [2, 4])
@@ -53,6 +72,59 @@ def test_every_cost_is_the_travel_of_that_move_then_greedy_on_a_fresh_replay(see
         assert costs[slot] == pytest.approx(play_out(kwargs, seed, [*taken, int(slot)]), abs=1e-4)
     # greedy's own move costs what greedy's whole episode travels
     assert costs[greedy(obs, world)] == pytest.approx(play_out(kwargs, seed, taken), abs=1e-4)
+
+
+@pytest.mark.parametrize("seed", [3, 7])  # states where the player's prices are not greedy's
+def test_every_cost_with_a_continuation_is_that_move_then_the_player_on_a_fresh_replay(seed):
+    kwargs = {"map_size": 16, "max_steps": 200}
+    world = gym.make("GridExplore-v0", **kwargs)
+    obs, _ = world.reset(seed=seed)
+    taken = []
+    for _ in range(3):
+        taken.append(greedy(obs, world))
+        obs, *_ = world.step(taken[-1])
+    costs = lookahead_costs(world.unwrapped, obs[ACTION_MASK], guidepost_continuation)
+    valid = np.flatnonzero(obs[ACTION_MASK])
+    assert len(valid) > 1 and np.isinf(costs[obs[ACTION_MASK] == 0]).all()
+    player = lambda obs, env: towards_guidepost(obs)  # noqa: E731
+    for slot in valid:
+        assert costs[slot] == pytest.approx(play_out(kwargs, seed, [*taken, int(slot)], player), abs=1e-4)
+    assert np.isfinite(costs[valid]).all()
+    # the player's own move costs what its whole episode travels, and the prices are not greedy's
+    assert costs[towards_guidepost(obs)] == pytest.approx(play_out(kwargs, seed, taken, player), abs=1e-4)
+    assert not np.allclose(costs[valid], lookahead_costs(world.unwrapped, obs[ACTION_MASK])[valid])
+
+
+def test_a_copy_that_never_finishes_costs_infinity_at_the_step_limit():
+    world = gym.make("GridExplore-v0", map_size=16, max_steps=30)
+    obs, _ = world.reset(seed=1)
+    stay = lambda batch: np.zeros(len(batch[CURRENT_INDEX]), dtype=np.int64)  # noqa: E731  (slot 0 stays put)
+    costs = lookahead_costs(world.unwrapped, obs[ACTION_MASK], stay)
+    assert np.isinf(costs).all()
+    assert world.unwrapped.steps == 0 and world.unwrapped.travel_distance == 0  # the world is left as it was
+
+
+def test_the_policys_continuation_prices_its_own_move_at_its_episodes_travel():
+    policy, config = load_policy(ROOT / "pretrained" / "default.pt")  # a player that finishes maps
+    player = PolicyContinuation(config, policy.state_dict())
+    kwargs = {**config.env.kwargs, "map_size": 20, "max_steps": 80}
+    world = gym.make(config.env.id, **kwargs)
+    obs, _ = world.reset(seed=2)
+
+    def one_at_a_time(obs, env=None):
+        return int(player({key: np.asarray(value)[None] for key, value in obs.items()})[0])
+
+    own, logits = one_at_a_time(obs), player._policy(collate(obs))[0]
+    with torch.no_grad():  # the weights travel as a copy: training the source later changes nothing
+        next(policy.parameters()).add_(1.0)
+        assert not torch.allclose(policy(collate(obs))[0], logits)
+        assert torch.equal(player._policy(collate(obs))[0], logits)
+    costs = lookahead_costs(world.unwrapped, obs[ACTION_MASK], player)
+    assert np.isfinite(costs[own]) and costs[own] == pytest.approx(play_out(kwargs, 2, [], one_at_a_time), abs=1e-4)
+    unpickled = pickle.loads(pickle.dumps(player))  # as it reaches an async env's process
+    assert unpickled._policy is None
+    batch = {key: np.stack([obs[key]] * 3) for key in obs}
+    assert unpickled(batch).tolist() == player(batch).tolist() == [own] * 3
 
 
 def test_a_vector_env_reports_the_costs_of_the_state_it_returns_across_autoresets():
@@ -118,6 +190,19 @@ def test_collected_states_carry_their_own_costs(labelled):
     assert np.isinf(data.costs[data.obs[ACTION_MASK] == 0]).all()
     assert np.isfinite(data.costs).any(-1).all()  # each state has a move greedy finishes after
     assert len({bytes(row) for row in data.obs["node_features"].reshape(96, -1)}) > 48  # states differ
+
+
+def test_the_policys_own_continuation_labels_the_same_states_through_the_env_processes():
+    policy, config = load_policy(ROOT / "pretrained" / "default.pt")
+    config = load_config(SMOKE, [f"model.{key}={value}" for key, value in vars(config.model).items()]
+                         + ["env.kwargs.max_steps=60"])  # async envs of the smoke run, the default network
+    with StopOnSignal() as stop:
+        by_greedy = collect(policy, config, 24, round_index=0, stop=stop)
+        by_agent = collect(policy, config, 24, round_index=0, stop=stop, continuation="agent")
+    for key in by_greedy.obs:  # the same policy and seeds visit the same states
+        np.testing.assert_array_equal(by_agent.obs[key], by_greedy.obs[key])
+    np.testing.assert_array_equal(np.isinf(by_agent.costs), np.isinf(by_greedy.costs) | np.isinf(by_agent.costs))
+    assert np.isfinite(by_agent.costs).any(-1).mean() > 0.5 and not np.array_equal(by_agent.costs, by_greedy.costs)
 
 
 @pytest.mark.parametrize("temperature, trunk_dtype", [(0.0, torch.float32), (0.5, torch.float32),
