@@ -8,7 +8,10 @@ import pytest
 import rl.imitation as imitation
 from rl.evaluation import load_policy
 from rl.imitation import Labelled, fit_on
-from bench import (attention_speed, best_move, collector_speed, contention, encoder_vs_torch, env_speed, forward_groups,
+import torch
+
+from bench import (attention_speed, best_move, collector_speed, contention, device_parity, encoder_vs_torch, env_speed,
+                   forward_groups,
                    headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
 from tests.helpers import SMOKE
 
@@ -42,6 +45,22 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
     module.main()
     assert expected in capsys.readouterr().out
+
+
+def test_device_parity_needs_cuda_and_compares_each_setting_with_the_cpus_float32(monkeypatch, capsys):
+    argv = ["--checkpoint", "pretrained/default.pt", "--states", "16", "--repeats", "1", "--env", "map_size=16"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert device_parity.main(argv) == 2 and "no CUDA device" in capsys.readouterr().err
+    # the CPU standing in for the GPU: float32 must then match the reference exactly, bf16 must not
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "the CPU")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.nn.Module, "cuda", lambda self: self)
+    assert device_parity.main(argv) == 0
+    lines = {line.split("  ")[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    assert set(lines) == {"cpu float32", "cpu bf16", "cuda float32", "cuda bf16"}
+    assert "logits within 0.00e+00, values within 0.00e+00, gradient off by 0.00e+00" in lines["cuda float32"]
+    assert "logits within 0.00e+00" not in lines["cuda bf16"]
 
 
 def test_contention_settings_set_only_their_own_openmp_variables(monkeypatch):
