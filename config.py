@@ -147,13 +147,15 @@ class PPOConfig:
     """Stop an update's epochs early once the approximate KL exceeds this; 0 disables."""
     size_buckets: int = 4
     """Slices of similar graph size each minibatch is evaluated in (``graph_batch.forward_observations``):
-    the same losses, computed faster on the CPU; 1 evaluates it in one call."""
+    the same losses, computed faster on the CPU; 1 evaluates it in one call, which is faster on a
+    GPU (0.43 s against 1.25 s a floor-plan update on an H200; docs/performance.md)."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update faster on CPUs with bf16
-    instructions (AVX-512 BF16, AMX) and on GPUs (docs/performance.md); the weights, Adam, the
-    logits and the losses stay float32. Collection and evaluation always run float32: one
-    observation at a time, bf16 is slower on the CPU."""
+    instructions (AVX-512 BF16, AMX; docs/performance.md); the weights, Adam, the logits and the
+    losses stay float32. Collection and evaluation always run float32: one observation at a
+    time, bf16 is slower on the CPU. CPU learners only: a CUDA learner refuses it (its first
+    update's gradient was NaN on an H200, and float32 was faster there)."""
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):

@@ -37,12 +37,20 @@ AttentionPainter = Callable[[np.ndarray, np.ndarray, str], np.ndarray]
 """``paint(weights [H,N,N], node_mask [N], title) -> RGB image``, e.g. ``viz.heatmaps.attention_heatmaps``."""
 
 
-def resolve_device(name: str) -> torch.device:
-    """``auto`` is CUDA when present, else the CPU; asking for CUDA without one is an error."""
+def learner_device(config: Config) -> torch.device:
+    """``run.device`` resolved: ``auto`` is CUDA when present, else the CPU. ``ConfigError`` for
+    CUDA asked for without one, and for ``ppo.update_dtype=bfloat16`` on CUDA: there the first
+    update's gradient came out NaN (an H200, torch 2.11 with CUDA 13; docs/performance.md, "On a
+    GPU"), and float32 was faster anyway."""
+    name = config.run.device
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("run.device=cuda but no CUDA device is available; use run.device=auto or cpu")
+    if name == "cuda" and config.ppo.update_dtype != "float32":
+        raise ConfigError(f"ppo.update_dtype={config.ppo.update_dtype} is for CPU learners: on CUDA its first "
+                          f"update's gradient was NaN (docs/performance.md); use ppo.update_dtype=float32 there, "
+                          f"or run.device=cpu (run.device={config.run.device})")
     return torch.device(name)
 
 
@@ -103,7 +111,7 @@ class Trainer:
         config = self.config
         if config.run.torch_threads:
             torch.set_num_threads(config.run.torch_threads)
-        self.device = resolve_device(config.run.device)
+        self.device = learner_device(config)
         torch.manual_seed(config.seed)
         self.policy = build_policy(config).to(self.device)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
@@ -123,7 +131,7 @@ class Trainer:
     @classmethod
     def create(cls, config: Config, run_dir: Path, paint_attention: AttentionPainter | None = None) -> "Trainer":
         run_dir = Path(run_dir)
-        resolve_device(config.run.device)  # refuse a missing device, a bad env or cluster before writing anything
+        learner_device(config)  # refuse a missing device, a bad env or cluster before writing anything
         check_env_config(config.env)
         if config.run.init_from:  # weights that are not there, or do not fit: refused before writing
             load_initial_weights(build_policy(config), config)
