@@ -57,7 +57,9 @@ the floor plans) and ``OUT/imitation.json`` every round's figures. ``--states-fr
 trains on an earlier run's labelled states too, before its own: a new network (another size,
 say) starts from states that took 8 minutes per 20,000 to label on 2 cores, and
 ``bench.imitation_fit`` compares networks on them without playing a map. Ctrl-C stops after
-saving nothing half-done: the finished rounds' files stay, and the last line names the newest.
+keeping what is done: the finished rounds' files stay, a collection cut short saves the states it
+labelled (``states_NN.npz`` with fewer states, for ``--states-from``; labels with ``--continuation
+agent`` cost hours), and the last line names the newest weights and every states file.
 """
 from __future__ import annotations
 
@@ -328,9 +330,10 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
     parts = list(earlier)
     for r in range(s.rounds):
         parts.append(collect(policy, config, s.states, r, stop, s.continuation))
+        if len(parts[-1]):  # also a collection cut short: its labels cost minutes to hours
+            parts[-1].save(out / f"states_{r:02d}.npz")
         if stop.requested:
             break
-        parts[-1].save(out / f"states_{r:02d}.npz")
         data = Labelled.join(parts)
         fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
         fit = train_epochs(policy, optimizer, data, s.epochs, s.minibatch, spacing, s.ent_coef,
@@ -357,6 +360,18 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
                                              "init_from": config.run.init_from, "settings": asdict(s)})
         atomic_write_text(out / "imitation.json", json.dumps(log, indent=2))
     return newest
+
+
+def saved_files(out: Path, newest: Path | None) -> str:
+    """What a run left in ``out``: the newest round's weights and the labelled states, in words."""
+    weights = f"the newest round's weights are {newest}" if newest else "no round finished"
+    states = []
+    for path in sorted(out.glob("states_*.npz")):
+        with np.load(path) as arrays:
+            states.append(f"{path.name} ({len(arrays[COSTS])} states)")
+    if not states:
+        return f"{weights}; nothing was saved" if not newest else weights
+    return f"{weights}; labelled states in {out}: {', '.join(states)} (--states-from {out} trains on them)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    saved = f"the newest round's weights are {newest}" if newest else "nothing was saved"
+    saved = saved_files(args.out, newest)
     if stop.requested:
         print(f"stopped by {stop.requested}; {saved}", file=sys.stderr)
         return signal_exit_code(stop.requested)

@@ -269,7 +269,37 @@ def test_a_stop_keeps_the_finished_rounds_and_says_which(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert "SIGINT: stopping; the files of the rounds already finished stay" in err
     assert sorted(p.name for p in out.glob("round_*.pt")) == ([saved] if saved else [])
-    assert (f"the newest round's weights are {out / saved}" if saved else "nothing was saved") in err
+    assert (f"the newest round's weights are {out / saved}" if saved else "no round finished") in err
+    states = ", ".join(f"states_{r:02d}.npz (16 states)" for r in range(round_stopped + 1))
+    assert f"labelled states in {out}: {states}" in err  # a round stopped in training kept its states
+
+
+def test_a_stop_while_collecting_saves_the_states_labelled_so_far(tmp_path, monkeypatch, capsys):
+    make = imitation.make_envs
+
+    def envs_that_signal_at_the_third_step(*args, **kwargs):
+        envs = make(*args, **kwargs)
+        step, steps = envs.step, []
+
+        def step_then_signal(actions):
+            steps.append(1)
+            if len(steps) == 3:
+                signal.raise_signal(signal.SIGINT)
+            return step(actions)
+
+        envs.step = step_then_signal
+        return envs
+
+    monkeypatch.setattr(imitation, "make_envs", envs_that_signal_at_the_third_step)
+    out = tmp_path / "imitation"
+    code = imitation.main(["--config", "configs/smoke.yaml", "--out", str(out), "--rounds", "2", "--states", "40",
+                           "--epochs", "1", "--validation-maps", "1"])
+    assert code == 130
+    kept = Labelled.load(out / "states_00.npz", n_features=5)
+    assert len(kept) == 6  # 2 envs' states before each of the 3 steps
+    assert np.isfinite(kept.costs).any(-1).all() and not list(out.glob("round_*.pt"))
+    err = capsys.readouterr().err
+    assert f"no round finished; labelled states in {out}: states_00.npz (6 states)" in err
 
 
 def test_fresh_regret_is_the_loss_without_the_entropy(labelled):
