@@ -16,6 +16,7 @@ not covered by the test suite, which runs where there is no GPU: this is its che
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
 import time
@@ -25,6 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from env.observation import ACTION_MASK, CURRENT_INDEX, NODE_MASK
 from graph_batch import forward_observations
 from rl.envs import make_envs, with_env_overrides
 from rl.evaluation import load_policy
@@ -43,8 +45,8 @@ def observations(config, n_states: int, every: int = 4) -> dict[str, torch.Tenso
         if len(kept) >= n_states:
             break
         if step % every == 0:
-            kept += [{key: value[i] for key, value in obs.items()} for i in range(len(obs["current_index"]))]
-        obs, *_ = envs.step(np.array([int(rng.choice(np.flatnonzero(mask))) for mask in obs["action_mask"]]))
+            kept += [{key: value[i] for key, value in obs.items()} for i in range(len(obs[CURRENT_INDEX]))]
+        obs, *_ = envs.step(np.array([int(rng.choice(np.flatnonzero(mask))) for mask in obs[ACTION_MASK]]))
     envs.close()
     return {key: torch.as_tensor(np.stack([o[key] for o in kept[:n_states]])) for key in kept[0]}
 
@@ -53,7 +55,7 @@ def outputs_and_grads(policy: nn.Module, obs: dict, dtype: torch.dtype) -> tuple
     """(logits, values, the flattened gradient of logsumexp(valid logits) + values) on the CPU."""
     policy.zero_grad()
     logits, values = forward_observations(policy, obs, SIZE_BUCKETS, dtype)
-    valid = obs["action_mask"].to(logits.device).bool()
+    valid = obs[ACTION_MASK].to(logits.device).bool()
     (torch.logsumexp(torch.where(valid, logits, -torch.inf), -1) + values).sum().backward()
     grads = torch.cat([p.grad.flatten() for p in policy.parameters() if p.grad is not None])
     return logits.detach().cpu(), values.detach().cpu(), grads.cpu()
@@ -87,11 +89,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cpu, config = load_policy(args.checkpoint)
     obs = observations(replace(config, env=with_env_overrides(config.env, args.env)), args.states)
-    gpu = load_policy(args.checkpoint)[0].cuda()
+    gpu = copy.deepcopy(cpu).cuda()
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {args.states} states, "
-          f"{obs['node_mask'].sum(1).float().mean():.0f} nodes on average, up to {int(obs['node_mask'].sum(1).max())}")
+          f"{obs[NODE_MASK].sum(1).float().mean():.0f} nodes on average, up to {int(obs[NODE_MASK].sum(1).max())}")
     reference = outputs_and_grads(cpu, obs, torch.float32)
-    valid = obs["action_mask"].bool()
+    valid = obs[ACTION_MASK].bool()
     for name, policy, dtype in (("cpu float32", cpu, torch.float32), ("cpu bf16", cpu, torch.bfloat16),
                                 ("cuda float32", gpu, torch.float32), ("cuda bf16", gpu, torch.bfloat16)):
         logits, values, grads = outputs_and_grads(policy, obs, dtype)
