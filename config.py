@@ -154,8 +154,7 @@ class PPOConfig:
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update faster on CPUs with bf16
     instructions (AVX-512 BF16, AMX; docs/performance.md); the weights, Adam, the logits and the
     losses stay float32. Collection and evaluation always run float32: one observation at a
-    time, bf16 is slower on the CPU. CPU learners only: a CUDA learner refuses it (its first
-    update's gradient was NaN on an H200, and float32 was faster there)."""
+    time, bf16 is slower on the CPU. On a GPU float32 was faster (an H200; docs/performance.md)."""
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):

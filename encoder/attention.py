@@ -48,16 +48,27 @@ def sdpa_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_fa
     A row with no allowed key must come out as zeros. PyTorch's CPU kernels give exactly that,
     forward and backward (the tests check it in fp32, bf16 and fp16), so on the CPU the row is
     left as it is: zeroing it again cost 1-4% of an encoder's forward + backward
-    (docs/performance.md). Not every fused GPU kernel promises it, so elsewhere it is zeroed.
+    (docs/performance.md). Not every fused GPU kernel promises it: elsewhere ``keyless_rows_zeroed``.
     """
     if need_weights:
         return reference_attention(Q, K, V, mask, norm_factor)
     mask = _per_head(mask)
-    heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=norm_factor)
-    if mask is None or heads.device.type == "cpu":
-        return heads, None
+    if mask is None or Q.device.type == "cpu":
+        return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=norm_factor), None
+    return keyless_rows_zeroed(Q, K, V, mask, norm_factor), None
+
+
+def keyless_rows_zeroed(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
+    """SDPA where no row reaches a kernel without a key: such a row (a padding node's) is let attend
+    to every key, and its output is then set to zero, so the softmax of every row the kernel sees
+    is finite, forward and backward, and nothing flows back from the keyless rows (their output's
+    gradient is zero). A fused kernel's softmax over a row of nothing but masked scores is 0 / 0.
+
+    Q [B,H,Nq,d], K and V [B,H,Nk,d], mask [B,1,Nq,Nk] bool -> heads [B,H,Nq,d].
+    """
     has_key = mask.any(dim=-1, keepdim=True)  # [B,1,Nq,1]
-    return heads.masked_fill(~has_key, 0.0), None
+    heads = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask | ~has_key, scale=norm_factor)
+    return heads.masked_fill(~has_key, 0.0)
 
 
 def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,

@@ -85,17 +85,23 @@ def load_latest_readable(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]
     raise CheckpointError(f"no checkpoint in {run_dir} loads: " + "; ".join(skipped))
 
 
+SAME_FUNCTION_KEYS = frozenset({"attention_impl"})
+"""Model settings that choose how the network computes, not what: weights trained with one value
+load under any other (``ATTENTION_IMPLS`` all give the same outputs and gradients)."""
+
+
 def load_model_weights(policy: torch.nn.Module, state: dict[str, Any], path: Path, model_config: dict,
                        wanted: str = "config.yaml") -> None:
     """Load ``state["model"]`` into ``policy``, whose config is ``model_config`` (from ``wanted``).
 
     The checkpoint records the model config it was trained with; a ``config.yaml`` edited since
     (``n_heads`` changed, say) is a ``CheckpointError`` naming the keys that differ, and weights of
-    other shapes are one naming the tensors and both shapes.
+    other shapes are one naming the tensors and both shapes. Keys of ``SAME_FUNCTION_KEYS`` may differ.
     """
-    recorded = state.get("model_config")
-    if recorded is not None and recorded != model_config:
-        differ = sorted(k for k in recorded.keys() | model_config.keys() if recorded.get(k) != model_config.get(k))
+    recorded = state.get("model_config") or {}  # {}: a checkpoint of an older version did not record it
+    differ = sorted(k for k in recorded.keys() | model_config.keys()
+                    if recorded and k not in SAME_FUNCTION_KEYS and recorded.get(k) != model_config.get(k))
+    if differ:
         described = ", ".join(f"{k}: {recorded.get(k)!r} in the checkpoint, {model_config.get(k)!r} in {wanted}"
                               for k in differ)
         raise CheckpointError(f"{path} was trained with another model config than "

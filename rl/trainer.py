@@ -39,18 +39,12 @@ AttentionPainter = Callable[[np.ndarray, np.ndarray, str], np.ndarray]
 
 def learner_device(config: Config) -> torch.device:
     """``run.device`` resolved: ``auto`` is CUDA when present, else the CPU. ``ConfigError`` for
-    CUDA asked for without one, and for ``ppo.update_dtype=bfloat16`` on CUDA: there the first
-    update's gradient came out NaN (an H200, torch 2.11 with CUDA 13; docs/performance.md, "On a
-    GPU"), and float32 was faster anyway."""
+    CUDA asked for without one."""
     name = config.run.device
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("run.device=cuda but no CUDA device is available; use run.device=auto or cpu")
-    if name == "cuda" and config.ppo.update_dtype != "float32":
-        raise ConfigError(f"ppo.update_dtype={config.ppo.update_dtype} is for CPU learners: on CUDA its first "
-                          f"update's gradient was NaN (docs/performance.md); use ppo.update_dtype=float32 there, "
-                          f"or run.device=cpu (run.device={config.run.device})")
     return torch.device(name)
 
 

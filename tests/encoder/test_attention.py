@@ -220,3 +220,34 @@ def test_auto_falls_back_to_sdpa_with_a_warning_when_the_kernel_cannot_be_built(
     with pytest.warns(UserWarning, match="attention_impl auto takes SDPA: no compiler here"):
         out, _ = attention_module(2, "auto")(x, mask=mask)
     torch.testing.assert_close(out, attention_module(2, "reference")(x, mask=mask)[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_the_gpu_sdpa_path_gives_its_kernel_no_keyless_row_and_matches_the_reference(monkeypatch, dtype):
+    """Off the CPU, ``sdpa_attention`` hands the fused kernel a mask in which every row has a key
+    (a fused softmax over nothing is 0 / 0), and still returns zeros, with zero gradients, for the
+    padding rows. Run here on the CPU through the function the GPU path calls."""
+    import torch.nn.functional as F
+
+    from encoder import attention
+
+    seen = []
+    sdpa = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention",
+                        lambda *args, attn_mask, **kwargs: seen.append(attn_mask) or sdpa(*args, attn_mask=attn_mask, **kwargs))
+    q, kv, mask = make_inputs()  # rows 1 of graph 0 and the last of graph 2 have no key
+    g = torch.Generator().manual_seed(1)
+    Q, K, V = (torch.randn(3, 4, n, 8, generator=g, dtype=dtype, requires_grad=True) for n in (6, 7, 7))
+    heads = attention.keyless_rows_zeroed(Q, K, V, mask.unsqueeze(1), 0.35)
+    assert len(seen) == 1 and seen[0].any(dim=-1).all()
+    copies = [x.detach().float().requires_grad_() for x in (Q, K, V)]
+    reference, _ = attention.reference_attention(*copies, mask, 0.35)
+    grad = torch.randn(reference.shape, generator=g)
+    reference.backward(grad)
+    heads.backward(grad.to(dtype))
+    tolerance = {} if dtype == torch.float32 else {"atol": 3e-2, "rtol": 3e-2}
+    torch.testing.assert_close(heads.float(), reference, **tolerance)
+    assert torch.equal(heads[0, :, 1], torch.zeros_like(heads[0, :, 1]))
+    assert torch.equal(Q.grad[0, :, 1], torch.zeros_like(Q.grad[0, :, 1]))  # nothing flows back from padding
+    for x, copy in zip((Q, K, V), copies):
+        torch.testing.assert_close(x.grad.float(), copy.grad, **tolerance)

@@ -57,6 +57,20 @@ def test_an_edited_config_is_refused_naming_the_keys_that_differ(run_copy):
             load(run_copy)
 
 
+def test_weights_load_under_another_attention_implementation(run_copy):
+    config = yaml.safe_load((run_copy / "config.yaml").read_text())
+    assert config["model"]["attention_impl"] != "reference"
+    config["model"]["attention_impl"] = "reference"  # the same function computed another way
+    (run_copy / "config.yaml").write_text(yaml.safe_dump(config))
+    policy, _ = load_policy(run_copy)
+    weights = load_checkpoint(run_copy / "checkpoint_000003.pt")["model"]
+    assert all(torch.equal(value, weights[key]) for key, value in policy.state_dict().items())
+    config["model"]["n_layers"] += 1  # still refused alongside it, naming only the key that matters
+    (run_copy / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(CheckpointError, match=r"says \(n_layers: \d in the checkpoint, \d in config.yaml\)"):
+        load_policy(run_copy)
+
+
 def test_weights_of_other_shapes_are_named_with_both_shapes(run_copy):
     config = yaml.safe_load((run_copy / "config.yaml").read_text())
     config["model"]["ff_dim"] = 48
