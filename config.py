@@ -145,10 +145,12 @@ class PPOConfig:
     """Global gradient-norm clip."""
     target_kl: float = 0.0
     """Stop an update's epochs early once the approximate KL exceeds this; 0 disables."""
-    size_buckets: int = 4
+    size_buckets: int = 1
     """Slices of similar graph size each minibatch is evaluated in (``graph_batch.forward_observations``):
-    the same losses, computed faster on the CPU; 1 evaluates it in one call, which is faster on a
-    GPU (0.43 s against 1.25 s a floor-plan update on an H200; docs/performance.md)."""
+    the same losses, with less padding in each call but more calls. 1, one call a minibatch, is
+    fastest where the encoder packs the batch (the CPU kernel: no padding rows at all) and on a GPU;
+    more help only the padded paths on the CPU (``model.attention_impl`` sdpa, reference, sparse;
+    docs/performance.md)."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update faster on CPUs with bf16

@@ -54,7 +54,7 @@ class GraphTrunk(nn.Module):
     def forward(self, batch: GraphBatch, need_weights: bool = False):
         B = batch.node_features.shape[0]
         h = self.initial_embedding(batch.node_features)  # [B,N,F] -> [B,N,D]
-        h, encoder_weights = self.encoder(h, batch.adjacency, need_weights)  # [B,N,D]
+        h, encoder_weights = self.encoder(h, batch.adjacency, need_weights, batch.node_mask)  # [B,N,D]
         current = h[torch.arange(B, device=h.device), batch.current_index].unsqueeze(1)  # [B,1,D]
         enhanced, decoder_weights = self.decoder(current, h, batch.node_mask, need_weights)  # [B,1,D]
         current = self.current_embedding(torch.cat([enhanced, current], dim=-1))  # [B,1,2D] -> [B,1,D]

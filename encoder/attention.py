@@ -25,7 +25,8 @@ from torch import Tensor, nn
 
 from checks import check_choice, check_divides
 from encoder.masking import check_bool_mask, masked_softmax
-from encoder.neighbour_kernel import kernel_error, neighbour_heads
+from encoder.neighbour_kernel import kernel_error, neighbour_heads, neighbour_rows
+from encoder.packing import Neighbourhoods
 from encoder.sparse import sparse_attention
 
 
@@ -116,6 +117,15 @@ def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_fa
     return neighbour_attention(Q, K, V, mask, norm_factor)
 
 
+def takes_kernel(attention_impl: str, mask: Tensor, device: torch.device, need_weights: bool = False) -> bool:
+    """Whether ``attention_impl`` attends over ``mask`` [B,Nq,Nk] on ``device`` with the compiled
+    kernel (``neighbours``; ``auto`` where the graph is sparse and the kernel builds): where it
+    does, the ``Encoder`` packs the batch (``encoder.packing``)."""
+    if attention_impl not in ("neighbours", "auto") or need_weights or device.type != "cpu":
+        return False
+    return attention_impl == "neighbours" or (prefers_neighbours(mask) and kernel_error() is None)
+
+
 def _per_head(mask: Tensor | None) -> Tensor | None:
     """[B,Nq,Nk] -> [B,1,Nq,Nk], broadcast over heads."""
     return None if mask is None else mask.unsqueeze(1)
@@ -152,7 +162,9 @@ class MultiHeadAttention(nn.Module):
     Shapes:
         q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to
         [B,Nq,Nk] -> ``(out [B,Nq,D], weights [B,H,Nq,Nk] if need_weights else None)``, the
-        return convention of ``torch.nn.MultiheadAttention``.
+        return convention of ``torch.nn.MultiheadAttention``. Or a packed batch
+        (``encoder.packing``): q [1,R,D] and mask ``Neighbourhoods`` -> ``(out [1,R,D], None)``,
+        self-attention by the compiled kernel, whatever ``attention_impl``.
     """
 
     def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "auto"):
@@ -172,6 +184,8 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, q: Tensor, k: Tensor | None = None, v: Tensor | None = None, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+        if isinstance(mask, Neighbourhoods):
+            return self._attend_rows(q, mask), None
         k = q if k is None else k
         v = q if v is None else v
         B, Nq, D = q.shape
@@ -190,6 +204,14 @@ class MultiHeadAttention(nn.Module):
         heads, weights = self.attend(Q, K, V, mask, self.norm_factor, need_weights)  # [B,H,Nq,d]
         out = self.w_out(heads.transpose(1, 2).reshape(B, Nq, D))  # concat heads: [B,Nq,H*d] -> [B,Nq,D]
         return out, (weights if need_weights else None)
+
+    def _attend_rows(self, x: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
+        """Self-attention over a packed batch's rows: x [1,R,D] -> [1,R,D]."""
+        R = x.shape[1]
+        Q, K, V = (w(x[0]).view(R, self.n_heads, self.head_dim) for w in (self.w_query, self.w_key, self.w_value))
+        heads = neighbour_rows(Q, K, V, neighbourhoods.offsets, neighbourhoods.keys, neighbourhoods.graph_rows,
+                               self.norm_factor)  # [R,H,d]
+        return self.w_out(heads.reshape(1, R, self.embed_dim))
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """[B,N,D] -> [B,H,N,d]. The reference keeps heads first, [H,B,N,d]; the maths is the same."""

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from torch import Tensor, nn
 
 from checks import check_at_least_one
-from encoder.attention import MultiHeadAttention
+from encoder.attention import MultiHeadAttention, takes_kernel
 from encoder.masking import check_bool_mask
+from encoder.packing import Neighbourhoods, pack
+from encoder.sparse import from_pyg_nodes
 
 
 class AttentionBlock(nn.Module):
@@ -37,10 +39,12 @@ class EncoderLayer(AttentionBlock):
         \mathrm{out} = h' + \mathrm{FF}(\mathrm{LN}_2(h'))
 
     Shapes: h [B,N,D], adjacency bool [B,N,N] (True: node i attends to node j)
-    -> ``(out [B,N,D], weights [B,H,N,N] if need_weights else None)``.
+    -> ``(out [B,N,D], weights [B,H,N,N] if need_weights else None)``; or a packed batch, h
+    [1,R,D] and adjacency ``Neighbourhoods`` -> ``(out [1,R,D], None)`` (``encoder.packing``).
     """
 
-    def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
+    def forward(self, h: Tensor, adjacency: Tensor | Neighbourhoods, need_weights: bool = False
+                ) -> tuple[Tensor, Tensor | None]:
         attended, weights = self.multi_head_attention(self.normalization1(h), mask=adjacency, need_weights=need_weights)
         h = h + attended  # [B,N,D]
         h = h + self.feed_forward(self.normalization2(h))  # [B,N,D]
@@ -63,22 +67,38 @@ class Encoder(nn.Module):
         attention_impl: one of ``encoder.attention.ATTENTION_IMPLS``.
 
     Shapes:
-        h [B,N,D], adjacency bool [B,N,N] -> ``(out [B,N,D], weights)``: ``weights`` is None, or
-        with ``need_weights`` a list of ``n_layers`` tensors [B,H,N,N] (rows sum to 1 over allowed
-        keys, 0 for padding).
+        h [B,N,D], adjacency bool [B,N,N], node_mask bool [B,N] or None -> ``(out [B,N,D],
+        weights)``: ``weights`` is None, or with ``need_weights`` a list of ``n_layers`` tensors
+        [B,H,N,N] (rows sum to 1 over allowed keys, 0 for padding).
+
+    Given ``node_mask``, where the attention would take the compiled kernel (``takes_kernel``: on
+    the CPU, sparse graphs), the layers run on the real nodes alone, packed (``encoder.packing``):
+    the same outputs for real nodes, up to float rounding, and zeros at padding, without computing
+    the padding rows.
     """
 
     def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "auto"):
         super().__init__()
+        self.attention_impl = attention_impl
         self.layers = stack_layers(lambda: EncoderLayer(embed_dim, n_heads, ff_dim, attention_impl), n_layers)
 
-    def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False) -> tuple[Tensor, list[Tensor] | None]:
+    def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False, node_mask: Tensor | None = None
+                ) -> tuple[Tensor, list[Tensor] | None]:
         B, N, _ = h.shape
         check_bool_mask(adjacency, "adjacency")
         if adjacency.shape != (B, N, N):
             raise ValueError(f"adjacency must be [B,N,N] = {[B, N, N]}, got {list(adjacency.shape)}")
+        if node_mask is not None and takes_kernel(self.attention_impl, adjacency, h.device, need_weights):
+            return self._forward_packed(h, adjacency, node_mask), None
         per_layer = []
         for layer in self.layers:
             h, weights = layer(h, adjacency, need_weights)  # [B,N,D]
             per_layer.append(weights)
         return h, (per_layer if need_weights else None)
+
+    def _forward_packed(self, h: Tensor, adjacency: Tensor, node_mask: Tensor) -> Tensor:
+        """The layers over the batch's real nodes only: [B,N,D] -> [B,N,D], zeros at padding."""
+        x, neighbourhoods = pack(h, adjacency, node_mask)  # [1,R,D]
+        for layer in self.layers:
+            x, _ = layer(x, neighbourhoods)  # [1,R,D]
+        return from_pyg_nodes(x[0], node_mask)

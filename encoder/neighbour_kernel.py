@@ -88,17 +88,20 @@ def _build_or_load():
 
 
 class NeighbourAttentionFunction(torch.autograd.Function):
-    """The kernel's forward and backward as one autograd node.
+    """The kernel's forward and backward as one autograd node, over rows of nodes.
 
-    Takes Q [B,Nq,H,d], K and V [B,Nk,H,d] (contiguous: heads not yet split off the nodes) and
-    mask [B,Nq,Nk] bool; returns heads [B,Nq,H,d]. The forward keeps the attention probabilities
-    of the allowed pairs (E x H numbers for E allowed pairs), so the backward needs no softmax.
+    Takes Q [Rq,H,d], K and V [Rk,H,d] (contiguous), the allowed pairs in CSR form (the keys of
+    query row r are the rows ``keys[offsets[r]:offsets[r + 1]]`` of K, ascending) and
+    ``query_graphs`` [G+1], the query rows at which each graph starts (and the end); returns heads
+    [Rq,H,d]. The forward keeps the attention probabilities of the allowed pairs (E x H numbers),
+    so the backward needs no softmax.
     """
 
     @staticmethod
-    def forward(ctx, Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
-        heads, offsets, keys, probs = load_kernel().forward(Q, K, V, mask, norm_factor)
-        ctx.save_for_backward(Q, K, V, heads, offsets, keys, probs)
+    def forward(ctx, Q: Tensor, K: Tensor, V: Tensor, offsets: Tensor, keys: Tensor, query_graphs: Tensor,
+                norm_factor: float) -> Tensor:
+        heads, probs = load_kernel().forward(Q, K, V, offsets, keys, norm_factor)
+        ctx.save_for_backward(Q, K, V, heads, offsets, keys, probs, query_graphs)
         ctx.norm_factor = norm_factor
         return heads
 
@@ -106,20 +109,31 @@ class NeighbourAttentionFunction(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_heads: Tensor):
         dQ, dK, dV = load_kernel().backward(grad_heads.contiguous(), *ctx.saved_tensors, ctx.norm_factor)
-        return dQ, dK, dV, None, None
+        return dQ, dK, dV, None, None, None, None
+
+
+def neighbour_rows(Q: Tensor, K: Tensor, V: Tensor, offsets: Tensor, keys: Tensor, query_graphs: Tensor,
+                   norm_factor: float) -> Tensor:
+    """``NeighbourAttentionFunction`` on rows: Q [Rq,H,d], K and V [Rk,H,d] -> heads [Rq,H,d]; a
+    query with no allowed key gets zeros. Without autograd (a rollout's forward passes) no node is
+    built (about 3 us of 14 a call)."""
+    Q, K, V = (x.contiguous() for x in (Q, K, V))
+    if torch.is_grad_enabled() and (Q.requires_grad or K.requires_grad or V.requires_grad):
+        return NeighbourAttentionFunction.apply(Q, K, V, offsets, keys, query_graphs, norm_factor)
+    return load_kernel().forward(Q, K, V, offsets, keys, norm_factor)[0]
 
 
 def neighbour_heads(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
     """Q [B,H,Nq,d], K and V [B,H,Nk,d] (``MultiHeadAttention``'s layout), mask [B,Nq,Nk] bool
     -> heads [B,H,Nq,d], by the kernel; a query with no allowed key gets zeros.
 
-    The heads are transposed back to nodes first: a view of the projections' own memory, so no
-    copy is made when they come from ``MultiHeadAttention``.
+    The padded batch is B x Nq query rows; the mask's allowed pairs become the kernel's CSR lists
+    (``csr_from_mask``). The heads are transposed back to nodes first: a view of the projections'
+    own memory, so no copy is made when they come from ``MultiHeadAttention``.
     """
-    Q, K, V = (x.transpose(1, 2).contiguous() for x in (Q, K, V))  # [B,N,H,d]
-    mask = mask.contiguous()
-    if torch.is_grad_enabled() and (Q.requires_grad or K.requires_grad or V.requires_grad):
-        heads = NeighbourAttentionFunction.apply(Q, K, V, mask, norm_factor)
-    else:  # a rollout's forward passes: no autograd node to build (about 3 us of 14 per call)
-        heads = load_kernel().forward(Q, K, V, mask, norm_factor)[0]
-    return heads.transpose(1, 2)  # [B,H,Nq,d]
+    B, H, Nq, d = Q.shape
+    offsets, keys = load_kernel().csr_from_mask(mask.contiguous())
+    query_graphs = torch.arange(B + 1) * Nq
+    Q, K, V = (x.transpose(1, 2).reshape(-1, H, d) for x in (Q, K, V))  # [B*N,H,d]
+    heads = neighbour_rows(Q, K, V, offsets, keys, query_graphs, norm_factor)
+    return heads.view(B, Nq, H, d).transpose(1, 2)  # [B,H,Nq,d]

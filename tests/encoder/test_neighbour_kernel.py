@@ -33,11 +33,27 @@ def test_equals_the_reference_attention_in_outputs_and_gradients(head_dim, shape
         torch.testing.assert_close(ours, expected, rtol=1e-12, atol=1e-12)
 
 
+def on_rows(Q, K, V, mask, scale):
+    """The autograd node on the rows of a padded batch: Q [B,Nq,H,d], K and V [B,Nk,H,d]."""
+    offsets, keys = neighbour_kernel.load_kernel().csr_from_mask(mask)
+    B, Nq, H, d = Q.shape
+    rows = (x.reshape(-1, H, d) for x in (Q, K, V))
+    return NeighbourAttentionFunction.apply(*rows, offsets, keys, torch.arange(B + 1) * Nq, scale)
+
+
 @pytest.mark.parametrize("head_dim", [16, 8])
 def test_gradients_pass_gradcheck(head_dim):
     Q, K, V, mask = attention_inputs(B=2, H=2, Nq=5, Nk=6, d=head_dim)
     inputs = [x.transpose(1, 2).contiguous().requires_grad_() for x in (Q, K, V)]  # [B,N,H,d]
-    assert torch.autograd.gradcheck(lambda q, k, v: NeighbourAttentionFunction.apply(q, k, v, mask, 0.4), inputs)
+    assert torch.autograd.gradcheck(lambda q, k, v: on_rows(q, k, v, mask, 0.4), inputs)
+
+
+def test_csr_lists_each_querys_allowed_key_rows_in_ascending_order():
+    _, _, _, mask = attention_inputs(B=2, Nq=4, Nk=5)
+    offsets, keys = neighbour_kernel.load_kernel().csr_from_mask(mask)
+    b, i, j = mask.nonzero(as_tuple=True)  # row-major: by graph, then query, then key
+    assert torch.equal(keys, b * 5 + j)
+    assert torch.equal(offsets, torch.cat([torch.zeros(1, dtype=torch.long), mask.sum(-1).flatten().cumsum(0)]))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
@@ -89,11 +105,15 @@ def test_without_autograd_the_outputs_are_the_same_bit_for_bit():
 
 def test_bad_shapes_are_refused_with_the_expected_shape():
     Q, K, V, mask = attention_inputs(dtype=torch.float32)
-    Q, K, V = (x.transpose(1, 2).contiguous() for x in (Q, K, V))
-    with pytest.raises(RuntimeError, match=r"mask must be \[B,Nq,Nk\] = \[3,9,11\], got \[3, 9, 10\]"):
-        NeighbourAttentionFunction.apply(Q, K, V, mask[..., :10].contiguous(), 0.25)
-    with pytest.raises(RuntimeError, match="must agree in B, H and d"):
-        NeighbourAttentionFunction.apply(Q[..., :8].contiguous(), K, V, mask, 0.25)
+    offsets, keys = neighbour_kernel.load_kernel().csr_from_mask(mask)
+    Q, K, V = (x.transpose(1, 2).reshape(-1, 4, 16) for x in (Q, K, V))  # 27 query rows, 33 key rows
+    graphs = torch.tensor([0, 9, 18, 27])
+    with pytest.raises(RuntimeError, match=r"offsets must be \[rows of Q \+ 1\] = \[28\], got \[27\]"):
+        NeighbourAttentionFunction.apply(Q, K, V, offsets[:-1], keys, graphs, 0.25)
+    with pytest.raises(RuntimeError, match="must agree in H and d"):
+        NeighbourAttentionFunction.apply(Q[..., :8].contiguous(), K, V, offsets, keys, graphs, 0.25)
+    with pytest.raises(RuntimeError, match=r"keys must hold offsets\[-1\] = \d+ entries"):
+        NeighbourAttentionFunction.apply(Q, K, V, offsets, keys[1:], graphs, 0.25)
 
 
 def test_a_kernel_that_cannot_be_built_gives_the_reason_and_the_way_out(monkeypatch, tmp_path):

@@ -1,0 +1,55 @@
+"""A padded batch of graphs as one graph of disjoint parts: rows for real nodes only.
+
+The padded layout [B,N,D] pads every graph to the batch's largest, and every row-wise layer
+(projections, LayerNorm, feed-forward) computes the padding rows too; with graphs of 18 to 120
+nodes a PPO minibatch is a fifth padding even in size buckets, and each bucket is another call.
+A packed batch keeps only the real nodes, R rows [1,R,D] (PyG's batching: the graphs are
+disconnected parts of one graph), and says who attends to whom with ``Neighbourhoods``, the
+allowed pairs as lists over rows. Only the compiled kernel attends over such lists
+(``encoder.neighbour_kernel.neighbour_rows``), so the ``Encoder`` packs where it would take the
+kernel anyway; ``encoder.sparse.from_pyg_nodes`` puts the rows back. A real node's output is the
+padded path's up to float rounding (tested).
+
+Shape legend: B batch, N nodes, R real nodes of the batch, E allowed pairs, D embedding.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class Neighbourhoods:
+    """The allowed (query, key) pairs of a packed batch, as CSR lists over its rows.
+
+    Row r may attend to rows ``keys[offsets[r]:offsets[r + 1]]`` (ascending, all of its own graph);
+    ``graph_rows`` [B+1] is where each graph's rows start, and the end.
+    """
+
+    offsets: Tensor
+    """[R+1] long."""
+    keys: Tensor
+    """[E] long."""
+    graph_rows: Tensor
+    """[B+1] long."""
+
+
+def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neighbourhoods]:
+    """The real nodes of a padded batch as rows, and the adjacency's pairs between them.
+
+    h [B,N,D], adjacency bool [B,N,N] (True: node i attends to node j), node_mask bool [B,N]
+    -> (x [1,R,D], ``Neighbourhoods``). A pair that involves a padding node is dropped, as the
+    padded path's attention gives padding nothing and takes nothing from it.
+    """
+    B, N, _ = h.shape
+    row_of = node_mask.flatten().cumsum(0) - 1  # [B*N]: a real node's packed row
+    b, i, j = (adjacency & node_mask.unsqueeze(2) & node_mask.unsqueeze(1)).nonzero(as_tuple=True)  # row-major
+    queries, keys = row_of[b * N + i], row_of[b * N + j]  # queries in order, keys ascending within each
+    R = int(node_mask.sum())
+    zero = torch.zeros(1, dtype=torch.long, device=h.device)
+    offsets = torch.cat([zero, torch.bincount(queries, minlength=R).cumsum(0)])
+    graph_rows = torch.cat([zero, node_mask.sum(1).cumsum(0)])
+    return h[node_mask].unsqueeze(0), Neighbourhoods(offsets, keys, graph_rows)
+

@@ -1,0 +1,91 @@
+"""The encoder over packed batches (real nodes only) against the padded path, and the packing itself."""
+import pytest
+import torch
+
+from encoder import layers
+from encoder.graph import adjacency_from_neighbors
+from encoder.layers import Encoder
+from encoder.packing import pack
+
+D = 32
+
+
+def batch(make_graph, seed=0):
+    """Four graphs of 3 to 19 real nodes padded to 19, with a random node embedding each."""
+    neighbors, node_mask = make_graph(4, 19, 5, seed=seed, n_real=[7, 19, 3, 12])
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(4, 19, D, generator=g), adjacency_from_neighbors(neighbors, node_mask), node_mask
+
+
+def encoder(impl):
+    torch.manual_seed(0)
+    return Encoder(D, 4, 3, 64, attention_impl=impl)
+
+
+def test_pack_lists_each_real_nodes_allowed_keys_as_rows(make_graph):
+    h, adjacency, node_mask = batch(make_graph)
+    x, neighbourhoods = pack(h, adjacency, node_mask)
+    assert torch.equal(x[0], h[node_mask])
+    assert neighbourhoods.graph_rows.tolist() == [0, 7, 26, 29, 41]
+    rows = [(b, i) for b in range(4) for i in range(19) if node_mask[b, i]]  # row r is node rows[r]
+    for r, (b, i) in enumerate(rows):
+        keys = neighbourhoods.keys[neighbourhoods.offsets[r]:neighbourhoods.offsets[r + 1]].tolist()
+        assert keys == sorted(keys)
+        assert [rows[k] for k in keys] == [(b, j) for j in range(19) if adjacency[b, i, j] and node_mask[b, j]]
+
+
+def outputs_and_grads(model, h, adjacency, node_mask, dtype):
+    """(out, the input's gradient, the parameters' gradients) of a weighted sum of the real nodes' outputs."""
+    model = model.to(dtype)
+    x = h.detach().to(dtype).clone().requires_grad_()
+    out, _ = model(x, adjacency, node_mask=node_mask)
+    weights = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    (out.float()[node_mask] * weights[node_mask]).sum().backward()
+    return [out.float(), x.grad.float(), *(p.grad.float() for p in model.parameters())]
+
+
+@pytest.mark.parametrize("impl", ["auto", "neighbours"])
+def test_packed_encoder_matches_the_reference_path_on_real_nodes(monkeypatch, make_graph, impl):
+    """Outputs and every gradient against the padded reference path; the packed path is the one
+    taken (``pack`` called), and padding rows come out zero."""
+    h, adjacency, node_mask = batch(make_graph, seed=3)
+    packed_calls = []
+    monkeypatch.setattr(layers, "pack", lambda *args: packed_calls.append(1) or pack(*args))
+    ours = outputs_and_grads(encoder(impl), h, adjacency, node_mask, torch.float32)
+    expected = outputs_and_grads(encoder("reference"), h, adjacency, node_mask, torch.float32)
+    assert packed_calls == [1]
+    assert torch.equal(ours[0][~node_mask], torch.zeros_like(ours[0][~node_mask]))
+    ours[0], expected[0] = ours[0][node_mask], expected[0][node_mask]
+    for a, b in zip(ours, expected):
+        torch.testing.assert_close(a, b)
+
+
+def test_packed_bf16_is_as_close_to_float32_as_the_padded_bf16(make_graph):
+    """In bf16 the two paths round differently; the packed one must lie as near the float32
+    result (outputs and all gradients together) as the padded one does."""
+    h, adjacency, node_mask = batch(make_graph, seed=3)
+    exact, packed, padded = (outputs_and_grads(encoder(impl), h, adjacency, node_mask, dtype) for impl, dtype in
+                             (("reference", torch.float32), ("auto", torch.bfloat16), ("sdpa", torch.bfloat16)))
+    for results in (exact, packed, padded):
+        results[0] = results[0][node_mask]
+
+    def error(results):
+        return torch.cat([(a - e).flatten() for a, e in zip(results, exact)]).norm()
+
+    assert 0 < error(packed) <= 1.5 * error(padded)
+
+
+@pytest.mark.parametrize("impl", ["reference", "sdpa", "sparse"])
+def test_other_implementations_and_attention_maps_keep_the_padded_path(monkeypatch, make_graph, impl):
+    h, adjacency, node_mask = batch(make_graph)
+    monkeypatch.setattr(layers, "pack", lambda *args: pytest.fail("packed"))
+    encoder(impl)(h, adjacency, node_mask=node_mask)
+    out, weights = encoder("auto")(h, adjacency, need_weights=True, node_mask=node_mask)
+    assert len(weights) == 3
+
+
+def test_a_dense_batch_keeps_the_padded_path_under_auto(monkeypatch, make_graph):
+    """``auto`` takes SDPA, not the kernel, where most pairs are allowed: no packing then."""
+    h = batch(make_graph)[0]
+    monkeypatch.setattr(layers, "pack", lambda *args: pytest.fail("packed"))
+    encoder("auto")(h, torch.ones(4, 19, 19, dtype=torch.bool), node_mask=torch.ones(4, 19, dtype=torch.bool))
