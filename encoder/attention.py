@@ -185,6 +185,9 @@ class MultiHeadAttention(nn.Module):
     def forward(self, q: Tensor, k: Tensor | None = None, v: Tensor | None = None, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         if isinstance(mask, Neighbourhoods):
+            if k is not None or v is not None or need_weights:
+                raise ValueError("a packed batch (Neighbourhoods) takes self-attention without weights: "
+                                 "pass neither k, v nor need_weights")
             return self._attend_rows(q, mask), None
         k = q if k is None else k
         v = q if v is None else v

@@ -89,3 +89,13 @@ def test_a_dense_batch_keeps_the_padded_path_under_auto(monkeypatch, make_graph)
     h = batch(make_graph)[0]
     monkeypatch.setattr(layers, "pack", lambda *args: pytest.fail("packed"))
     encoder("auto")(h, torch.ones(4, 19, 19, dtype=torch.bool), node_mask=torch.ones(4, 19, dtype=torch.bool))
+
+
+def test_a_packed_batch_is_refused_for_cross_attention_or_weights(make_graph):
+    h, adjacency, node_mask = batch(make_graph)
+    x, neighbourhoods = pack(h, adjacency, node_mask)
+    attention = encoder("auto").layers[0].multi_head_attention
+    assert attention(x, mask=neighbourhoods)[0].shape == x.shape
+    for kwargs in ({"k": x, "v": x}, {"need_weights": True}):
+        with pytest.raises(ValueError, match="takes self-attention without weights"):
+            attention(x, mask=neighbourhoods, **kwargs)
