@@ -45,11 +45,10 @@ def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neigh
     """
     B, N, _ = h.shape
     row_of = node_mask.flatten().cumsum(0) - 1  # [B*N]: a real node's packed row
-    b, i, j = (adjacency & node_mask.unsqueeze(2) & node_mask.unsqueeze(1)).nonzero(as_tuple=True)  # row-major
-    queries, keys = row_of[b * N + i], row_of[b * N + j]  # queries in order, keys ascending within each
-    R = int(node_mask.sum())
+    b, i, j = adjacency.nonzero(as_tuple=True)  # row-major: queries in order, keys ascending within each
+    real = node_mask[b, i] & node_mask[b, j]  # [E]
+    queries, keys = row_of[(b * N + i)[real]], row_of[(b * N + j)[real]]
     zero = torch.zeros(1, dtype=torch.long, device=h.device)
-    offsets = torch.cat([zero, torch.bincount(queries, minlength=R).cumsum(0)])
     graph_rows = torch.cat([zero, node_mask.sum(1).cumsum(0)])
+    offsets = torch.cat([zero, torch.bincount(queries, minlength=int(graph_rows[-1])).cumsum(0)])
     return h[node_mask].unsqueeze(0), Neighbourhoods(offsets, keys, graph_rows)
-

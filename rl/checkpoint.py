@@ -98,14 +98,15 @@ def load_model_weights(policy: torch.nn.Module, state: dict[str, Any], path: Pat
     (``n_heads`` changed, say) is a ``CheckpointError`` naming the keys that differ, and weights of
     other shapes are one naming the tensors and both shapes. Keys of ``SAME_FUNCTION_KEYS`` may differ.
     """
-    recorded = state.get("model_config") or {}  # {}: a checkpoint of an older version did not record it
-    differ = sorted(k for k in recorded.keys() | model_config.keys()
-                    if recorded and k not in SAME_FUNCTION_KEYS and recorded.get(k) != model_config.get(k))
-    if differ:
-        described = ", ".join(f"{k}: {recorded.get(k)!r} in the checkpoint, {model_config.get(k)!r} in {wanted}"
-                              for k in differ)
-        raise CheckpointError(f"{path} was trained with another model config than "
-                              f"{'its ' * (wanted == 'config.yaml')}{wanted} says ({described})")
+    recorded = state.get("model_config")  # None: a checkpoint of an older version did not record it
+    if recorded is not None:
+        differ = sorted(k for k in recorded.keys() | model_config.keys()
+                        if k not in SAME_FUNCTION_KEYS and recorded.get(k) != model_config.get(k))
+        if differ:
+            described = ", ".join(f"{k}: {recorded.get(k)!r} in the checkpoint, {model_config.get(k)!r} in {wanted}"
+                                  for k in differ)
+            raise CheckpointError(f"{path} was trained with another model config than "
+                                  f"{'its ' * (wanted == 'config.yaml')}{wanted} says ({described})")
     own = policy.state_dict()
     mismatched = [f"{key}: {list(value.shape)} in the checkpoint, {list(own[key].shape)} in the model"
                   for key, value in state["model"].items() if key in own and value.shape != own[key].shape]
