@@ -24,14 +24,14 @@ from rl.cluster.collector import RayCollector
 from rl.cluster.connect import ray_session
 from rl.collector import VectorEnvCollector
 from rl.gae import compute_gae
-from rl.ppo import ppo_update
+from rl.ppo import adam, ppo_update
 
 
 def update_seconds(config, policy: PolicyNet, rollout) -> float:
     """One PPO update (GAE and the minibatch epochs) on ``rollout``, on a copy of the policy."""
     learner = build_policy(config)
     learner.load_state_dict(policy.state_dict())
-    optimizer = torch.optim.Adam(learner.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+    optimizer = adam(learner.parameters(), config.ppo.learning_rate)
     start = time.perf_counter()
     advantages, returns = compute_gae(rollout.rewards, rollout.bootstrap_values, rollout.terminated,
                                       rollout.truncated, rollout.final_bootstrap_values,

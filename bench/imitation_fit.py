@@ -36,7 +36,7 @@ from env.observation import env_feature_names
 from policy import build_policy
 from rl.imitation import Labelled, fit_on, node_spacing, train_epochs, write_round
 from rl.interrupt import StopOnSignal
-from rl.ppo import update_dtype
+from rl.ppo import adam, update_dtype
 from rl.trainer import load_initial_weights
 
 
@@ -51,7 +51,7 @@ def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled
     policy = build_policy(config)
     if config.run.init_from:
         load_initial_weights(policy, config)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate, eps=1e-5)
+    optimizer = adam(policy.parameters(), learning_rate)
     spacing = node_spacing(config.env.kwargs)
     buckets = config.ppo.size_buckets
     curve = [{"epoch": 0, "held_out": fit_on(policy, held_out, spacing, buckets), "seconds": 0.0}]

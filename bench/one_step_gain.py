@@ -36,6 +36,7 @@ from env.observation import ACTION_MASK
 from graph_batch import collate, forward_observations
 from rl.envs import make_env
 from rl.evaluation import load_policy
+from rl.ppo import adam
 from rl.seeding import train_episode_seed
 
 GAINS = "gains"
@@ -125,7 +126,7 @@ def fit_and_report(checkpoint: Path, data: dict[str, np.ndarray], n_fit: int, ep
     print("held-out mean gain of the move taken (greedy's own move: 0)")
     print(f"  best move (knows the map)  {argmax_gain(g, g, v):8.4f}")
     print(f"  policy's argmax            {argmax_gain(predict(held_out), g, v):8.4f}")
-    optimizer = torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
+    optimizer = adam(policy.parameters(), lr)
     for epoch in range(epochs):
         for index in fit[torch.randperm(len(fit))].split(256):
             error = (logits(index) - target[index]).square() * valid[index]

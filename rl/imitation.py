@@ -88,7 +88,7 @@ from rl.continuation import PolicyContinuation
 from rl.envs import make_envs, with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, map_dir_size, travel_ratio
 from rl.interrupt import StopOnSignal, signal_exit_code
-from rl.ppo import masked_policy, update_dtype
+from rl.ppo import adam, masked_policy, update_dtype
 from rl.pretrained import weights_file
 from rl.trainer import load_initial_weights
 
@@ -320,7 +320,7 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
     policy = build_policy(config)
     if config.run.init_from:
         load_initial_weights(policy, config)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=s.learning_rate, eps=1e-5)
+    optimizer = adam(policy.parameters(), s.learning_rate)
     spacing = node_spacing(config.env.kwargs)
     held_out = validation_env(config.env)
     n_validation = min(s.validation_maps, map_dir_size(held_out) or s.validation_maps)

@@ -28,7 +28,7 @@ from rl.evaluation import argmax_actor, run_episode
 from rl import tags
 from rl.gae import compute_gae
 from rl.interrupt import StopOnSignal, Stopped
-from rl.ppo import check_finite_weights, ppo_update
+from rl.ppo import adam, check_finite_weights, ppo_update
 from rl.pretrained import read_weights
 from rl.run_lock import RunLock
 from rl.seeding import eval_episode_seed
@@ -108,7 +108,7 @@ class Trainer:
         self.device = learner_device(config)
         torch.manual_seed(config.seed)
         self.policy = build_policy(config).to(self.device)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.ppo.learning_rate, eps=1e-5)
+        self.optimizer = adam(self.policy.parameters(), config.ppo.learning_rate)
         self.update, self.global_step = 0, 0
         self.saved_update: int | None = None  # the update the newest checkpoint on disk holds
         self.recent: deque[dict] = deque(maxlen=20)  # the last finished episodes: success rate and progress bar
