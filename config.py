@@ -151,14 +151,12 @@ class PPOConfig:
     fastest where the encoder packs the batch (the CPU kernel: no padding rows at all) and on a GPU;
     more help only the padded paths on the CPU (``model.attention_impl`` sdpa, reference, sparse;
     docs/performance.md)."""
-    update_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
+    update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
-    ``trunk_dtype``, ``torch.autocast``); the weights, Adam, the logits and the losses stay float32.
-    ``auto``: bfloat16 where the learner is a CPU with bf16 instructions (AVX-512 BF16 or AMX:
-    ``lscpu | grep -o 'avx512_bf16\|amx_bf16'``), where it makes the update 1.26x-1.34x faster and
-    trains alike (docs/performance.md, docs/results.md section 1); float32 elsewhere: without them
-    autocast only converts, and on a GPU float32 was faster (an H200). Collection and evaluation
-    always run float32: one observation at a time, bf16 is slower on the CPU."""
+    ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update faster on CPUs with bf16
+    instructions (AVX-512 BF16, AMX; by how much varied between runs, docs/performance.md); the
+    weights, Adam, the logits and the losses stay float32. Collection and evaluation always run float32: one observation at a
+    time, bf16 is slower on the CPU. On a GPU float32 was faster (an H200; docs/performance.md)."""
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):

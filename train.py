@@ -15,7 +15,7 @@ from pathlib import Path
 
 from config import ConfigError, load_config
 from rl.checkpoint import CheckpointError, latest_checkpoint
-from rl.ppo import NonFiniteLossError, update_dtype
+from rl.ppo import NonFiniteLossError
 from rl.run_lock import RunLockedError
 from rl.trainer import Trainer
 from viz.heatmaps import attention_heatmaps
@@ -50,8 +50,6 @@ def main(argv: list[str] | None = None) -> int:
             config = load_config(args.config, [*args.overrides, *init])
             trainer = Trainer.create(config, Path(config.run.run_dir or f"runs/{config.run.name}"), attention_heatmaps)
         print(f"run folder: {trainer.run_dir}  (tensorboard --logdir {trainer.run_dir.parent})")
-        dtype = str(update_dtype(trainer.config.ppo, trainer.device)).removeprefix("torch.")
-        print(f"learner: {trainer.device}, update passes in {dtype} (ppo.update_dtype={trainer.config.ppo.update_dtype})")
         stopped = trainer.train()
     except (ConfigError, CheckpointError, FileExistsError, FileNotFoundError, NonFiniteLossError,
             RunLockedError) as error:

@@ -59,8 +59,7 @@ def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled
     for epoch in range(1, epochs + 1):
         start = time.perf_counter()
         trained = train_epochs(policy, optimizer, train, 1, minibatch, spacing, ent_coef, buckets,
-                               config.seed * 1_000 + epoch, stop, temperature,
-                               update_dtype(config.ppo, next(policy.parameters()).device))
+                               config.seed * 1_000 + epoch, stop, temperature, update_dtype(config.ppo))
         if stop.requested:
             break
         seconds = time.perf_counter() - start

@@ -338,7 +338,7 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
         fresh = fresh_regret(policy, parts[-1], spacing, config.ppo.size_buckets)
         fit = train_epochs(policy, optimizer, data, s.epochs, s.minibatch, spacing, s.ent_coef,
                            config.ppo.size_buckets, config.seed * 1_000 + r, stop, s.temperature,
-                           update_dtype(config.ppo, next(policy.parameters()).device))
+                           update_dtype(config.ppo))
         if stop.requested:
             break
         if s.temperature == 0 and fit["entropy"] < COLLAPSED_ENTROPY:

@@ -37,17 +37,8 @@ def adam(parameters, learning_rate: float) -> torch.optim.Adam:
     return torch.optim.Adam(parameters, lr=learning_rate, eps=1e-5, fused=True)
 
 
-def cpu_has_bf16() -> bool:
-    """Whether this CPU multiplies bf16 in hardware (AVX-512 BF16, or AMX's tiles)."""
-    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-
-
-def update_dtype(config: PPOConfig, device: torch.device) -> torch.dtype:
-    """The float type of training passes on ``device`` (``PolicyNet``'s ``trunk_dtype``):
-    ``ppo.update_dtype``, with ``auto`` resolved to bfloat16 on a CPU with bf16 instructions and
-    to float32 elsewhere (on CUDA, and on CPUs where autocast would only convert)."""
-    if config.update_dtype == "auto":
-        return torch.bfloat16 if device.type == "cpu" and cpu_has_bf16() else torch.float32
+def update_dtype(config: PPOConfig) -> torch.dtype:
+    """The float type ``ppo.update_dtype`` names, for ``PolicyNet``'s ``trunk_dtype`` in training passes."""
     return getattr(torch, config.update_dtype)
 
 
@@ -82,7 +73,7 @@ def ppo_update(
 
     old_logprobs, old_values, actions = flat(rollout.logprobs), flat(rollout.values), flat(rollout.actions)
     advantages, returns = flat(advantages), flat(returns)
-    dtype = update_dtype(config, device)
+    dtype = update_dtype(config)
     clipfracs: list[float] = []
     for _ in range(config.update_epochs):
         for index in torch.randperm(batch_size).split(minibatch_size):

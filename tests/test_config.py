@@ -40,7 +40,7 @@ def test_unknown_key_is_named_with_the_valid_ones():
         ("model.n_heads=true", r"'model.n_heads' must be of type int, got True"),
         ("model.separate_critic=1", r"'model.separate_critic' must be of type bool"),
         ("model.attention_impl=flash", r"'model.attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbours', 'auto'\]"),
-        ("ppo.update_dtype=float16", r"'ppo.update_dtype' must be one of \['auto', 'float32', 'bfloat16'\]"),
+        ("ppo.update_dtype=float16", r"'ppo.update_dtype' must be one of \['float32', 'bfloat16'\]"),
         ("model=3", r"'model' is a section"),
         ("model.n_heads=3", r"model.n_heads=3 must divide model.embed_dim=64; allowed head counts: \[1, 2, 4, 8, 16"),
         ("model.n_layers=0", r"model.n_layers must be >= 1"),
