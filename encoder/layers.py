@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor, nn
 
 from checks import check_at_least_one
 from encoder.attention import MultiHeadAttention, takes_kernel
 from encoder.masking import check_bool_mask
-from encoder.packing import Neighbourhoods, pack
+from encoder.packing import ROW_QUANTUM, Neighbourhoods, pack, pad_rows
 from encoder.sparse import from_pyg_nodes
 
 
@@ -97,8 +98,13 @@ class Encoder(nn.Module):
         return h, (per_layer if need_weights else None)
 
     def _forward_packed(self, h: Tensor, adjacency: Tensor, node_mask: Tensor) -> Tensor:
-        """The layers over the batch's real nodes only: [B,N,D] -> [B,N,D], zeros at padding."""
+        """The layers over the batch's real nodes only: [B,N,D] -> [B,N,D], zeros at padding. In
+        bf16 (or fp16) the rows are padded to a multiple of ``ROW_QUANTUM`` and cut back after
+        (``encoder.packing.pad_rows``: oneDNN builds a kernel per matrix shape)."""
         x, neighbourhoods = pack(h, adjacency, node_mask)  # [1,R,D]
+        R = x.shape[1]
+        if torch.is_autocast_enabled(x.device.type) or x.dtype in (torch.bfloat16, torch.float16):
+            x, neighbourhoods = pad_rows(x, neighbourhoods, ROW_QUANTUM)  # a few shapes for oneDNN: [1,R',D]
         for layer in self.layers:
-            x, _ = layer(x, neighbourhoods)  # [1,R,D]
-        return from_pyg_nodes(x[0], node_mask)
+            x, _ = layer(x, neighbourhoods)  # [1,R',D]
+        return from_pyg_nodes(x[0, :R], node_mask)

@@ -5,7 +5,7 @@ import torch
 from encoder import layers
 from encoder.graph import adjacency_from_neighbors
 from encoder.layers import Encoder
-from encoder.packing import pack
+from encoder.packing import ROW_QUANTUM, pack, pad_rows
 
 D = 32
 
@@ -99,3 +99,45 @@ def test_a_packed_batch_is_refused_for_cross_attention_or_weights(make_graph):
     for kwargs in ({"k": x, "v": x}, {"need_weights": True}):
         with pytest.raises(ValueError, match="takes self-attention without weights"):
             attention(x, mask=neighbourhoods, **kwargs)
+
+
+def test_pad_rows_adds_rows_that_attend_to_nothing_and_change_no_real_row(make_graph):
+    h, adjacency, node_mask = batch(make_graph, seed=2)
+    x, neighbourhoods = pack(h, adjacency, node_mask)  # 41 real rows
+    padded, lists = pad_rows(x, neighbourhoods, 16)
+    assert padded.shape == (1, 48, D) and torch.equal(padded[0, 41:], torch.zeros(7, D))
+    assert torch.equal(lists.offsets[:42], neighbourhoods.offsets) and torch.equal(lists.keys, neighbourhoods.keys)
+    assert lists.offsets[41:].tolist() == [len(neighbourhoods.keys)] * 8  # the added rows: no keys
+    assert lists.graph_rows.tolist() == [*neighbourhoods.graph_rows.tolist(), 48]  # a graph of their own
+    assert pad_rows(padded, lists, 16)[0] is padded  # a multiple already: as it is
+    layer = encoder("neighbours").layers[0]
+    torch.testing.assert_close(layer(padded, lists)[0][:, :41], layer(x, neighbourhoods)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_the_encoder_pads_packed_rows_in_bf16_only_and_real_nodes_keep_their_outputs(make_graph):
+    """Under bf16 autocast the layers see a multiple of ``ROW_QUANTUM`` rows; outputs and input
+    gradients of real nodes are those of the unpadded rows up to bf16 rounding; float32 is unpadded."""
+    h, adjacency, node_mask = batch(make_graph, seed=4)
+    model = encoder("auto")
+    seen = []
+    model.layers[0].register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[1]))
+
+    def run(padding: bool, dtype: torch.dtype):
+        x = h.clone().requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            if not padding:
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(layers, "pad_rows", lambda rows, lists, quantum: (rows, lists))
+                    out = model(x, adjacency, node_mask=node_mask)[0]
+            else:
+                out = model(x, adjacency, node_mask=node_mask)[0]
+        out.float().square().sum().backward()
+        return out.float(), x.grad
+
+    padded, unpadded = run(True, torch.bfloat16), run(False, torch.bfloat16)
+    float32 = run(True, torch.float32)
+    assert seen == [ROW_QUANTUM, 41, 41]
+    assert torch.equal(padded[0][~node_mask], torch.zeros_like(padded[0][~node_mask]))
+    for a, b, exact in zip(padded, unpadded, float32):
+        torch.testing.assert_close(a, b, rtol=0.02, atol=0.02)
+        assert (a - exact).norm() <= 1.5 * (b - exact).norm() + 1e-6  # as near float32 as without padding

@@ -8,7 +8,7 @@ from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from rl.buffer import Rollout
 from graph_batch import forward_observations
-from rl.ppo import NonFiniteLossError, explained_variance, masked_policy, ppo_update
+from rl.ppo import NonFiniteLossError, adam, explained_variance, masked_policy, ppo_update
 
 
 def test_masked_actions_have_probability_zero_and_no_entropy_share():
@@ -26,6 +26,26 @@ def test_explained_variance_of_perfect_and_mean_predictions():
     target = torch.tensor([1.0, 2.0, 4.0])
     assert explained_variance(target, target) == 1.0
     assert abs(explained_variance(torch.full((3,), target.mean()), target)) < 1e-6
+
+
+def test_adam_is_the_fused_step_and_moves_the_weights_as_the_looped_one():
+    torch.manual_seed(0)
+    weights = [torch.randn(64, 64), torch.randn(64)]
+    gradients = [[torch.randn_like(w) for w in weights] for _ in range(5)]
+    moved = []
+    for make in (lambda p: adam(p, 1e-3), lambda p: torch.optim.Adam(p, lr=1e-3, eps=1e-5, foreach=False)):
+        params = [w.clone().requires_grad_() for w in weights]
+        optimizer = make(params)
+        for step in gradients:
+            for p, g in zip(params, step):
+                p.grad = g.clone()
+            optimizer.step()
+        moved.append(params)
+    settings = adam(moved[0], 1e-3).defaults
+    assert settings["fused"] and settings["eps"] == 1e-5 and settings["lr"] == 1e-3
+    for fused, looped, start in zip(*moved, weights):
+        assert (looped - start).abs().max() > 1e-3  # five steps of 1e-3 moved every weight
+        torch.testing.assert_close(fused, looped, rtol=1e-6, atol=1e-7)
 
 
 def synthetic_rollout(T=8, E=4, N=10, K=4, full=True):
