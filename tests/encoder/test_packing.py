@@ -122,20 +122,15 @@ def test_the_encoder_pads_packed_rows_in_bf16_only_and_real_nodes_keep_their_out
     seen = []
     model.layers[0].register_forward_pre_hook(lambda module, args: seen.append(args[0].shape[1]))
 
-    def run(padding: bool, dtype: torch.dtype):
+    def run(quantum: int, dtype: torch.dtype):
         x = h.clone().requires_grad_()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
-            if not padding:
-                with pytest.MonkeyPatch.context() as patch:
-                    patch.setattr(layers, "pad_rows", lambda rows, lists, quantum: (rows, lists))
-                    out = model(x, adjacency, node_mask=node_mask)[0]
-            else:
-                out = model(x, adjacency, node_mask=node_mask)[0]
+        with pytest.MonkeyPatch.context() as patch, torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
+            patch.setattr(layers, "ROW_QUANTUM", quantum)  # 1: no padding
+            out = model(x, adjacency, node_mask=node_mask)[0]
         out.float().square().sum().backward()
         return out.float(), x.grad
 
-    padded, unpadded = run(True, torch.bfloat16), run(False, torch.bfloat16)
-    float32 = run(True, torch.float32)
+    padded, unpadded, float32 = run(ROW_QUANTUM, torch.bfloat16), run(1, torch.bfloat16), run(ROW_QUANTUM, torch.float32)
     assert seen == [ROW_QUANTUM, 41, 41]
     assert torch.equal(padded[0][~node_mask], torch.zeros_like(padded[0][~node_mask]))
     for a, b, exact in zip(padded, unpadded, float32):
