@@ -72,6 +72,12 @@ def keyless_rows_zeroed(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_fact
     return heads.masked_fill(~has_key, 0.0)
 
 
+def kernel_applies(mask: Tensor | None, device: torch.device, need_weights: bool) -> bool:
+    """Whether the compiled kernel can attend at all: over a mask, on the CPU, with no weights
+    asked for (it returns none). Where it cannot, ``neighbours`` and ``auto`` take SDPA."""
+    return mask is not None and device.type == "cpu" and not need_weights
+
+
 def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
                         need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
     """The same attention through the compiled kernel of ``encoder.neighbour_kernel``, which
@@ -82,7 +88,7 @@ def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, no
     comes out as zeros, with zero gradients, in every float dtype (sums run in fp32 for fp16 and
     bf16).
     """
-    if need_weights or mask is None or Q.device.type != "cpu":
+    if not kernel_applies(mask, Q.device, need_weights):
         return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
     return neighbour_heads(Q, K, V, mask, norm_factor), None
 
@@ -108,7 +114,7 @@ def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_fa
     """``neighbour_attention`` on the CPU where the graph is sparse enough for the kernel to win
     (``prefers_neighbours``), else ``sdpa_attention``. On a GPU it is SDPA. Where the kernel cannot
     be built (no C++ compiler), SDPA, with one warning that says why."""
-    if mask is None or Q.device.type != "cpu" or need_weights or not prefers_neighbours(mask):
+    if not (kernel_applies(mask, Q.device, need_weights) and prefers_neighbours(mask)):
         return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
     error = kernel_error()
     if error is not None:
@@ -121,7 +127,7 @@ def takes_kernel(attention_impl: str, mask: Tensor, device: torch.device, need_w
     """Whether ``attention_impl`` attends over ``mask`` [B,Nq,Nk] on ``device`` with the compiled
     kernel (``neighbours``; ``auto`` where the graph is sparse and the kernel builds): where it
     does, the ``Encoder`` packs the batch (``encoder.packing``)."""
-    if attention_impl not in ("neighbours", "auto") or need_weights or device.type != "cpu":
+    if attention_impl not in ("neighbours", "auto") or not kernel_applies(mask, device, need_weights):
         return False
     return attention_impl == "neighbours" or (prefers_neighbours(mask) and kernel_error() is None)
 

@@ -8,7 +8,7 @@
 //
 // Layout: rows of nodes with their heads, as MultiHeadAttention's projections give them (no copy):
 //   Q [Rq,H,d], K and V [Rk,H,d], contiguous. A padded batch [B,N,H,d] is B * N rows; a packed
-//   batch (encoder/neighbourhoods.py) has one row per real node, the batch one graph of B parts.
+//   batch (encoder/packing.py) has one row per real node, the batch one graph of B parts.
 //   The allowed pairs in CSR form: the keys of query row r are keys[offsets[r] : offsets[r + 1]],
 //   rows of K in ascending order (csr_from_mask makes them from a padded batch's [B,Nq,Nk] mask).
 //   query_graphs [G+1] splits the query rows into graphs (rows query_graphs[g] to
