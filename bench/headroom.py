@@ -1,7 +1,7 @@
 """How far greedy is from the best possible: greedy against lookaheads that roll greedy out.
 
     python -m bench.headroom [--episodes 40] [--seed 0] [--config configs/default.yaml]
-                             [--env KEY=VALUE ...] [--json headroom.json]
+                             [--env KEY=VALUE ...] [--reveal D ...] [--json headroom.json]
 
 A lookahead (``env.lookahead``) tries every valid move in a copy of the env and plays greedy to the
 end of the episode from there; it takes the move whose finished episode travelled least. Two
@@ -13,6 +13,11 @@ copies are compared:
   unknown cell a wall, so it knows what the agent knows and nothing more. Its rollouts price the
   cost of clearing the frontiers already seen (leaving a pocket behind shows as a return trip).
   It shows how much of that room a one-step lookahead can reach without the map.
+- ``revealed_D`` (with ``--reveal D``): the lookahead in a world that holds the true map within D
+  steps of the cells the robot knows free and walls beyond (``env.lookahead.revealed_within``),
+  with a lattice of its own (``GridExploreEnv.imagined_world_copy``). A diagnostic between the
+  two: how far past what it has seen a planner must know the map to take the oracle's gain,
+  i.e. how much a map predictor would have to get right.
 
 Runs nearest frontier, greedy and both lookaheads on the held-out maps of ``evaluate.py`` (the
 ``--config``'s env, changed by ``--env`` as there; with a ``map_dir``, episode i plays map i) and
@@ -28,7 +33,7 @@ from pathlib import Path
 
 from config import load_config
 from env.baselines import greedy, nearest_frontier
-from env.lookahead import belief_lookahead, greedy_lookahead_oracle
+from env.lookahead import belief_lookahead, greedy_lookahead_oracle, guessed_lookahead, revealed_within
 from rl.atomic import atomic_write_text
 from rl.envs import with_env_overrides
 from rl.evaluation import evaluate_actors, evaluation_report, map_dir_size, travel_ratio
@@ -42,14 +47,19 @@ def main() -> None:
     parser.add_argument("--config", default="configs/default.yaml", help="the env to play (default: %(default)s)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="change an environment setting, as evaluate.py --env (repeatable)")
+    parser.add_argument("--reveal", type=int, action="append", default=[], metavar="D",
+                        help="also the lookahead knowing the true map D steps past the known free cells (repeatable)")
     parser.add_argument("--json", type=Path, help="write every episode's result here, as evaluate.py --json")
     args = parser.parse_args()
+    if any(d < 0 for d in args.reveal):
+        parser.error(f"--reveal {min(args.reveal)}: a distance in cells must be 0 or more")
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     episodes = min(args.episodes, map_dir_size(env_config) or args.episodes)
     actors = {"nearest_frontier": nearest_frontier, "greedy": greedy, "oracle": greedy_lookahead_oracle,
-              "belief_lookahead": belief_lookahead}
+              "belief_lookahead": belief_lookahead,
+              **{f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal}}
     results = evaluate_actors(actors, env_config, episodes, args.seed)
-    for ours in ("greedy", "oracle", "belief_lookahead"):
+    for ours in list(actors)[1:]:
         for reference in ("nearest_frontier", "greedy"):
             if ours != reference:
                 mean, half, n = travel_ratio(results[ours], results[reference])

@@ -12,7 +12,7 @@ from env.config import MIXED, GridExploreConfig
 from env.frontiers import frontier_mask
 from env.geometry import flat_index, map_cells, reachable_mask
 from env.graph import ViewpointGraph
-from env.lattice import build_lattice, n_steps_for
+from env.lattice import build_lattice, cells_before_sites, n_steps_for
 from env.map_collection import map_collection
 from env.map_io import start_on
 from env.maps import MAP_FAMILIES, GridMap, generate
@@ -100,25 +100,31 @@ class GridExploreEnv(gym.Env):
         self._utility_norm = 2 * math.pi * self.utility_range
 
     # ----------------------------------------------------------------------------- episode
+    def _set_world(self, grid_map: GridMap) -> None:
+        """Make ``grid_map`` the true world: its padded cells, its lattice and a graph of it
+        holding the start node only."""
+        cfg = self.config
+        self.grid_map = grid_map
+        self._occupied = np.pad(grid_map.occupied, self.pad, constant_values=True).ravel()
+        self._truth = np.where(self._occupied, OCCUPIED, FREE).astype(np.int8)
+        lattice = build_lattice(grid_map.occupied, grid_map.start, cfg.node_spacing, n_steps_for(cfg.k), self.pad)
+        self.graph = ViewpointGraph(lattice, height=self.height, width=self.width, stride=self.stride,
+                                    spacing=cfg.node_spacing, k=cfg.k, n_max=self.n_max,
+                                    utility_range=self.utility_range)
+        self._sweeps: dict[bytes, np.ndarray] = {}
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         cfg = self.config
-        self.grid_map, self.map_family, self.map_file = self._draw_map((options or {}).get("map_index"))
-        occupied = np.pad(self.grid_map.occupied, self.pad, constant_values=True)
-        self._occupied = occupied.ravel()
-        self._truth = np.where(self._occupied, OCCUPIED, FREE).astype(np.int8)
+        grid_map, self.map_family, self.map_file = self._draw_map((options or {}).get("map_index"))
+        self._set_world(grid_map)
         # Outside the map is known wall: it never counts as news or as a frontier's unknown side.
-        self.belief = np.full(occupied.shape, OCCUPIED, dtype=np.int8)
+        self.belief = np.full((self.height + 2 * self.pad, self.stride), OCCUPIED, dtype=np.int8)
         self.belief[self.pad : -self.pad, self.pad : -self.pad] = UNKNOWN
         start = self.grid_map.start
         reachable = reachable_mask(self.grid_map.occupied, start)
         self.reachable_free = int(reachable.sum())
         self._reachable = np.pad(reachable, self.pad).ravel()  # what coverage counts
-        lattice = build_lattice(self.grid_map.occupied, start, cfg.node_spacing, n_steps_for(cfg.k), self.pad)
-        self.graph = ViewpointGraph(lattice, height=self.height, width=self.width, stride=self.stride,
-                                    spacing=cfg.node_spacing, k=cfg.k, n_max=self.n_max,
-                                    utility_range=self.utility_range)
-        self._sweeps: dict[bytes, np.ndarray] = {}
         self.robot_node = 0
         self.graph.visited[0] = True
         self.path = [start]
@@ -153,6 +159,46 @@ class GridExploreEnv(gym.Env):
         world._sweeps = {}  # cached sweeps saw the true map
         p = self.pad
         world.grid_map = GridMap(occupied=occupied[p:-p, p:-p].copy(), start=self.grid_map.start)
+        return world
+
+    def imagined_world_copy(self, guess_occupied: np.ndarray) -> "GridExploreEnv | None":
+        """A copy in a world of the robot's own making: its belief, every unknown cell as the
+        [H, W] bool ``guess_occupied`` says (a map predictor's guess), and a lattice and graph
+        built from that world alone, so a planner may look ahead in it honestly; None when the
+        robot stands on a node the guessed lattice has not (a lookout or an approach node).
+
+        The true lattice's sites and routes in unknown space would tell where free cells are, so
+        the copy builds its own from the guessed world, anchored at the same start (the same
+        lattice points). Where the robot's graph has a node, the cells its box searches before
+        the node's position are occupied (``env.lattice.cells_before_sites``): the node says
+        so. The copy's graph grows from the belief as a fresh one would, the robot on its own
+        node, nothing else visited. It reads this env's belief, graph nodes, start
+        and step count, never its true map; its ``coverage`` is meaningless and its episode ends
+        once no node sees a frontier.
+        """
+        p, graph = self.pad, self.graph
+        belief = self.belief[p:-p, p:-p]
+        occupied = np.where(belief == UNKNOWN, guess_occupied, belief != FREE)
+        lattice = graph.lattice_of_node[: graph.n_nodes]
+        on_lattice = lattice < graph.geometry.n_lattice  # lookouts' ids lie past the lattice
+        before = cells_before_sites(graph.geometry.lattice_rc[lattice[on_lattice]],
+                                    graph.node_rc[: graph.n_nodes][on_lattice], self.config.node_spacing, occupied.shape)
+        occupied[before[:, 0], before[:, 1]] = True
+        world = copy.copy(self)
+        world._set_world(GridMap(occupied=occupied, start=self.grid_map.start))
+        world.belief = self.belief.copy()
+        world._reachable = np.zeros_like(self._reachable)
+        world.reachable_free = world.known_free = 0
+        world.required_coverage = 0.0
+        world.path = list(self.path)
+        world.episode_over = world.stuck = world.time_limit_ends_episode = False
+        world._refresh()
+        point = int(graph.lattice_of_node[self.robot_node])
+        node = world.graph.node_of_lattice[point] if point < graph.geometry.n_lattice else -1
+        if node < 0 or (world.graph.node_rc[node] != graph.node_rc[self.robot_node]).any():
+            return None
+        world.robot_node = int(node)
+        world.graph.visited[node] = True
         return world
 
     def lookahead_copy(self) -> "GridExploreEnv":

@@ -177,21 +177,41 @@ def _box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.n
     return low.min(axis=-2), high.max(axis=-2)
 
 
-def _sites(occupied: np.ndarray, lattice_rc: np.ndarray, spacing: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each lattice point's site (the free cell of its box nearest to it) and whether it has one."""
+def _box_cells(lattice_rc: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """[n, C, 2] candidate cells around each lattice point, nearest first (Euclidean; ties to the
+    lower row, then column), and [n, C] whether each lies in the point's own box: the order in
+    which a site is looked for."""
     span = np.arange(-spacing - (spacing - 1) // 2, spacing + spacing // 2 + 1)  # an edge box's reach
     dr, dc = np.meshgrid(span, span, indexing="ij")
     offsets = np.stack([dr.ravel(), dc.ravel()], axis=1)
     offsets = offsets[np.lexsort((offsets[:, 1], offsets[:, 0], (offsets**2).sum(axis=1)))]
-    cells = lattice_rc[:, None, :] + offsets  # [n_lattice, candidate cells, 2], nearest first
-    height, width = occupied.shape
-    low, high = _own_box(lattice_rc, spacing, occupied.shape)
+    cells = lattice_rc[:, None, :] + offsets
+    low, high = _own_box(lattice_rc, spacing, shape)
     inside = ((cells >= low[:, None]) & (cells <= high[:, None])).all(axis=2)
+    return cells, inside
+
+
+def _sites(occupied: np.ndarray, lattice_rc: np.ndarray, spacing: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each lattice point's site (the free cell of its box nearest to it) and whether it has one."""
+    cells, inside = _box_cells(lattice_rc, spacing, occupied.shape)
+    height, width = occupied.shape
     free = inside & ~occupied[np.clip(cells[..., 0], 0, height - 1), np.clip(cells[..., 1], 0, width - 1)]
     has_site = free.any(axis=1)
     first = free.argmax(axis=1)
     site_rc = np.where(has_site[:, None], cells[np.arange(len(cells)), first], lattice_rc)
     return site_rc, has_site
+
+
+def cells_before_sites(lattice_rc: np.ndarray, site_rc: np.ndarray, spacing: int, shape: tuple[int, int]
+                       ) -> np.ndarray:
+    """[m, 2] (row, col) of the cells of the given points' boxes that come before each point's
+    site in the search order: occupied, for the site is the first free cell. Knowing a node's
+    position therefore tells these cells, which a map guessed around the graph must respect
+    (``GridExploreEnv.imagined_world_copy``)."""
+    cells, inside = _box_cells(lattice_rc, spacing, shape)
+    at_site = (cells == site_rc[:, None]).all(axis=2)
+    before = inside & (np.cumsum(at_site, axis=1) == 0)
+    return cells[before]
 
 
 @lru_cache(maxsize=1024)

@@ -37,10 +37,11 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from env.baselines import Policy
+from env.baselines import Policy, greedy_move
 from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
+from env.sensing import FREE
 
 Continuation = Callable[[dict[str, np.ndarray]], np.ndarray]
 """A player for play-outs: observations stacked along a first axis [B, ...] -> [B] slots, each a
@@ -109,6 +110,58 @@ greedy_lookahead_oracle = greedy_lookahead(lambda env: env)
 """The oracle: looks ahead in the true world (``travel_after`` copies it)."""
 belief_lookahead = greedy_lookahead(GridExploreEnv.belief_world_copy)
 """Looks ahead in what the robot knows, the unknown taken as walls."""
+
+
+Guess = Callable[[GridExploreEnv], np.ndarray]
+"""A map predictor: an env -> [H, W] bool, its guess of which cells are occupied, read from what
+the robot knows (its belief and graph) and never from the true map."""
+
+
+def imagined_costs(world: GridExploreEnv, guess: Guess) -> np.ndarray | None:
+    """[K] C(s, k) of ``world``'s slots priced in the world ``guess`` imagines
+    (``GridExploreEnv.imagined_world_copy``): the imagined copy's own cost for the slot that
+    leads to the same lattice point, less its hop and plus the real one; infinite for a slot
+    with no such twin (masked, a lookout). None when the robot's node has no twin there."""
+    imagined = world.imagined_world_copy(guess(world))
+    if imagined is None:
+        return None
+    costs = lookahead_costs(imagined, imagined._action_mask())
+    ours, theirs = world.graph, imagined.graph
+    targets, twins = world.robot_neighbors(), imagined.robot_neighbors()
+    priced = np.full(len(costs), np.inf)
+    for slot in np.flatnonzero(world._action_mask() & np.isfinite(costs)):
+        if slot and ours.lattice_of_node[targets[slot]] == theirs.lattice_of_node[twins[slot]]:
+            priced[slot] = (costs[slot] - theirs.slot_length(imagined.robot_node, slot)
+                            + ours.slot_length(world.robot_node, slot))
+    return priced
+
+
+def guessed_lookahead(guess: Guess) -> Policy:
+    """The move after which greedy finishes shortest in the world ``guess`` imagines
+    (``imagined_costs``); greedy's own move where no slot has a price there."""
+    def act(obs: dict, env: gym.Env) -> int:
+        world = env.unwrapped
+        costs = imagined_costs(world, guess)
+        return greedy_move(world) if costs is None or not np.isfinite(costs).any() else int(np.argmin(costs))
+    return act
+
+
+def revealed_within(distance: int) -> Guess:
+    """A diagnostic guess that reads the true map: its cells within ``distance`` steps
+    (4-connected, through any cell) of a cell the robot knows free, walls beyond. How far past
+    what the robot has seen a planner needs to know the map (docs/results.md, section 8)."""
+    def guess(world: GridExploreEnv) -> np.ndarray:
+        p = world.pad
+        near = world.belief[p:-p, p:-p] == FREE
+        for _ in range(distance):
+            grown = near.copy()
+            grown[1:] |= near[:-1]
+            grown[:-1] |= near[1:]
+            grown[:, 1:] |= near[:, :-1]
+            grown[:, :-1] |= near[:, 1:]
+            near = grown
+        return ~near | world.grid_map.occupied
+    return guess
 
 
 class LookaheadCosts(gym.Wrapper):

@@ -20,7 +20,7 @@ from tests.helpers import SMOKE
     (attention_speed, ["--batch", "2", "--nodes", "8", "--repeats", "1"], "sdpa x"),
     (padding_trim, ["--batch", "4", "--repeats", "1"], "speed-up x"),
     (size_buckets, ["--batch", "4", "--buckets", "1", "2", "--repeats", "1"], "buckets 2:"),
-    (headroom, ["--episodes", "2"], "travel belief_lookahead / greedy:"),
+    (headroom, ["--episodes", "2", "--reveal", "2"], "travel revealed_2 / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
     (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--seconds", "0.5"], "| PASSIVE |"),

@@ -4,7 +4,7 @@ import pytest
 
 from env.baselines import nearest_frontier
 from env.grid_explore import GridExploreEnv
-from env.lattice import LATTICE_STEPS, build_lattice, opposite
+from env.lattice import LATTICE_STEPS, build_lattice, cells_before_sites, opposite
 from env.observation import CURRENT_INDEX
 from rl.seeding import eval_episode_seed
 
@@ -26,6 +26,30 @@ def test_a_lattice_point_in_a_wall_sits_on_the_nearest_free_cell_of_its_box():
     # lower row first.
     assert tuple(lattice.site_rc[point]) == (5, 10)
     assert lattice.has_site.all()
+
+
+def test_the_cells_searched_before_a_site_are_the_walls_it_stands_behind():
+    occupied = _box_map()
+    occupied[5:8, 9] = True
+    occupied[6, 10] = True
+    lattice = build_lattice(occupied, (2, 2), spacing=4, n_steps=8, pad=3)
+    point = np.array([1 * 3 + 2])  # (6, 10), whose site is (5, 10): only the point itself comes first
+    before = cells_before_sites(lattice.lattice_rc[point], lattice.site_rc[point], 4, occupied.shape)
+    assert before.tolist() == [[6, 10]]
+    # On a random map, every point's cells before its site are walls, and a point on its site
+    # has none.
+    rng = np.random.default_rng(0)
+    noisy = rng.random((30, 30)) < 0.45
+    noisy[2, 2] = False
+    lattice = build_lattice(noisy, (2, 2), spacing=4, n_steps=8, pad=3)
+    sited = np.flatnonzero(lattice.has_site)
+    for point in sited:
+        cells = cells_before_sites(lattice.lattice_rc[[point]], lattice.site_rc[[point]], 4, noisy.shape)
+        assert noisy[cells[:, 0], cells[:, 1]].all()
+        row, col = lattice.site_rc[point] - lattice.lattice_rc[point]
+        assert (len(cells) == 0) == (row == col == 0)
+    everyone = cells_before_sites(lattice.lattice_rc[sited], lattice.site_rc[sited], 4, noisy.shape)
+    assert len(everyone) > len(sited) // 4  # the random walls push many sites off their points
 
 
 def test_a_box_without_free_cells_has_no_node():
