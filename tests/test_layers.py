@@ -11,6 +11,7 @@ FORBIDDEN = {  # package -> top-level modules it must never import
     "env": {"torch", "torch_geometric", "encoder", "decoder", "policy", "graph_batch", "rl", "viz", "ray"},
     "encoder": {"env", "gymnasium", "rl", "viz", "policy", "ray"},
     "decoder": {"env", "gymnasium", "rl", "viz", "policy", "ray"},
+    "predictor": {"env", "gymnasium", "rl", "viz", "policy", "ray", "encoder", "decoder"},
     "rl": {"viz"},
     "viz": {"rl"},
 }

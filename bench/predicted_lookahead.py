@@ -1,0 +1,72 @@
+"""Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
+
+    python -m bench.predicted_lookahead --predictor runs/map_predictor.pt [--checkpoint WEIGHTS]
+        [--prior-weight W ...] [--threshold 0.5] [--episodes 100] [--seed 0]
+        [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
+
+Plays, on the held-out maps of ``evaluate.py`` (with a ``map_dir``, episode i plays map i):
+
+- ``greedy``;
+- ``predicted_lookahead``: ``env.lookahead.guessed_lookahead`` with ``rl.map_prediction``'s
+  guess (a cell is a wall where the predictor gives it more than ``--threshold``);
+- with ``--checkpoint``, ``agent`` (the policy's argmax) and, for each ``--prior-weight W``,
+  ``planner_W``: ``rl.map_prediction.planning_actor``, the lookahead's cost in node spacings less
+  W times the policy's log-probability.
+
+It prints each one's per-map travel against greedy's (and the planners' against the agent's);
+``--json`` keeps every episode for ``compare.py``. A lookahead costs about 50 ms a floor-plan
+state (the predictor, a lattice of the guessed world, greedy's play-outs there).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from config import load_config
+from env.baselines import greedy
+from env.lookahead import guessed_lookahead
+from rl.atomic import atomic_write_text
+from rl.envs import with_env_overrides
+from rl.evaluation import AGENT, argmax_actor, evaluate_actors, evaluation_report, load_policy, map_dir_size, travel_ratio
+from rl.map_prediction import load_predictor, planning_actor, predicted_guess
+from stats import format_mean_ci
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--predictor", type=Path, required=True, help="a file of python -m rl.map_prediction")
+    parser.add_argument("--checkpoint", type=Path, help="a policy to plan with (run folder, checkpoint or pretrained file)")
+    parser.add_argument("--prior-weight", type=float, action="append", default=[], metavar="W",
+                        help="a planner weighing the policy's log-probability by W (repeatable; needs --checkpoint)")
+    parser.add_argument("--threshold", type=float, default=0.5, help="a cell is a wall above this probability")
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--config", default="configs/dungeon.yaml", help="the env to play (default: %(default)s)")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="change an environment setting, as evaluate.py --env (repeatable)")
+    parser.add_argument("--json", type=Path, help="write every episode's result here, as evaluate.py --json")
+    args = parser.parse_args()
+    if args.prior_weight and args.checkpoint is None:
+        parser.error("--prior-weight needs --checkpoint (the policy whose preferences it weighs)")
+    if any(w < 0 for w in args.prior_weight):
+        parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
+    guess = predicted_guess(load_predictor(args.predictor), args.threshold)
+    env_config = with_env_overrides(load_config(args.config).env, args.env)
+    episodes = min(args.episodes, map_dir_size(env_config) or args.episodes)
+    actors = {"greedy": greedy, "predicted_lookahead": guessed_lookahead(guess)}
+    if args.checkpoint is not None:
+        policy, _ = load_policy(args.checkpoint)
+        actors[AGENT] = argmax_actor(policy)
+        actors.update({f"planner_{w:g}": planning_actor(policy, guess, w) for w in args.prior_weight})
+    results = evaluate_actors(actors, env_config, episodes, args.seed)
+    pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
+    for ours, reference in pairs:
+        mean, half, n = travel_ratio(results[ours], results[reference])
+        print(f"travel {ours} / {reference}: {format_mean_ci(mean, half, 3)} (n={n})")
+    if args.json:
+        atomic_write_text(args.json, json.dumps(evaluation_report(results, episodes, args.seed, env_config), indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""Train the map predictor on floor plans, and plan with its guess.
+
+    python -m rl.map_prediction --config configs/dungeon.yaml --out runs/map_predictor.pt
+        [--maps 3000] [--epochs 6] [--width 16] [--learning-rate 1e-3] [KEY=VALUE ...]
+
+docs/results.md (section 8) found that a lookahead which knows the true map a few cells past what
+the robot has seen travels much less than greedy (``bench.headroom --reveal D``). This module
+asks whether a learned guess of those cells can stand in for the truth:
+
+1. **pairs**: greedy plays the first ``--maps`` maps of the config's training part; a third of
+   the states it passes keep their belief ([H, W] codes 0 / 1 / 2), each with its map's truth;
+2. **fit**: ``predictor.MapPredictor`` learns, by Adam on the binary cross-entropy, which unknown
+   cells within ``LOSS_REACH`` cells (a square) of a known free cell are walls; every tenth map's
+   states are held out, and each epoch reports their loss and the accuracy within
+   ``ACCURACY_REACH`` cells, beside the all-walls guess's;
+3. **plan**: ``predicted_guess`` turns the predictor into an ``env.lookahead.Guess`` (a cell is a
+   wall where its probability exceeds ``threshold``) and ``planning_actor`` mixes the lookahead in
+   the guessed world with a trained policy's preferences.
+
+The file written is ``{"format", "model", "width", "trained"}``, tensors, numbers and strings
+(``torch.load(weights_only=True)``), rewritten whole after every epoch; Ctrl-C keeps the last one.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from config import ConfigError, EnvConfig, load_config
+from env.baselines import greedy
+from env.grid_explore import GridExploreEnv
+from env.lookahead import Guess, imagined_costs
+from env.observation import ACTION_MASK
+from env.sensing import FREE, UNKNOWN
+from graph_batch import forward_each
+from policy import PolicyNet
+from predictor import MapPredictor
+from rl.atomic import atomic_write
+from rl.envs import make_env, with_env_overrides
+from rl.evaluation import Actor
+from rl.interrupt import StopOnSignal, signal_exit_code
+
+FORMAT = "graph-attention-exploration/map-predictor-v1"
+LOSS_REACH = 12
+"""Cells within this many (a square's half-side) of a known free cell count in the loss; the
+ones further off are the prior's and dilute what is learned near the frontier."""
+ACCURACY_REACH = 5
+"""The held-out accuracy counts unknown cells this near a known free cell: where a lookahead
+knowing the truth already gains most (docs/results.md, section 8)."""
+KEEP = 0.3
+"""The fraction of greedy's states kept as pairs: about ten a floor plan."""
+
+
+@dataclass
+class Pairs:
+    """Beliefs [n, H, W] int8 (inside the padding), their maps' truths [m, H, W] bool, and the
+    map of each belief, ``which`` [n] (an index into ``truths``)."""
+
+    beliefs: np.ndarray
+    truths: np.ndarray
+    which: np.ndarray
+
+
+def collect_pairs(env_config: EnvConfig, maps: int, seed: int = 0, progress: bool = True) -> Pairs:
+    """Greedy on the first ``maps`` maps of ``env_config``'s collection, keeping ``KEEP`` of the
+    beliefs it passes through (drawn from ``seed``)."""
+    env, rng = make_env(env_config), np.random.default_rng(seed)
+    beliefs, truths, which = [], [], []
+    for index in tqdm(range(maps), desc="pairs", unit="map", disable=not progress):
+        obs, _ = env.reset(seed=seed + index, options={"map_index": index})
+        world: GridExploreEnv = env.unwrapped
+        p = world.pad
+        truths.append(world.grid_map.occupied.copy())
+        while True:
+            if rng.random() < KEEP:
+                beliefs.append(world.belief[p:-p, p:-p].copy())
+                which.append(index)
+            obs, _, terminated, truncated, _ = env.step(greedy(obs, env))
+            if terminated or truncated:
+                break
+    env.close()
+    return Pairs(np.stack(beliefs), np.stack(truths), np.array(which))
+
+
+def _near(belief: torch.Tensor, code: int, reach: int) -> torch.Tensor:
+    """[B, H, W] bool: within ``reach`` cells (a square) of a cell of ``code``."""
+    hit = (belief == code).float()[:, None]
+    return F.max_pool2d(hit, 2 * reach + 1, stride=1, padding=reach)[:, 0] > 0
+
+
+def _scored(belief: torch.Tensor, reach: int) -> torch.Tensor:
+    """The cells a guess is judged on: unknown, and within ``reach`` of a known free cell."""
+    return (belief == UNKNOWN) & _near(belief, FREE, reach)
+
+
+def fit(net: MapPredictor, pairs: Pairs, epochs: int, learning_rate: float, save, stop=None,
+        batch: int = 64, progress: bool = True) -> list[dict[str, float]]:
+    """Adam on the cross-entropy of the scored cells; ``save(net, history)`` after each epoch.
+    Every tenth map's pairs are held out. Returns the per-epoch history."""
+    beliefs, truths = torch.from_numpy(pairs.beliefs), torch.from_numpy(pairs.truths)
+    which = torch.from_numpy(pairs.which)
+    held = which % 10 == 0
+    train_rows, held_rows = torch.nonzero(~held)[:, 0], torch.nonzero(held)[:, 0]
+    if not len(train_rows) or not len(held_rows):
+        raise ValueError(f"{len(pairs.truths)} maps give {len(train_rows)} training and {len(held_rows)} held-out "
+                         f"pairs; collect from more maps")
+    optimizer = torch.optim.Adam(net.parameters(), lr=learning_rate)
+    generator, history = torch.Generator().manual_seed(0), []
+    for epoch in range(epochs):
+        net.train()
+        order = train_rows[torch.randperm(len(train_rows), generator=generator)]
+        losses = []
+        for start in tqdm(range(0, len(order), batch), desc=f"epoch {epoch}", disable=not progress, leave=False):
+            rows = order[start : start + batch]
+            scored = _scored(beliefs[rows], LOSS_REACH)
+            loss = F.binary_cross_entropy_with_logits(net(beliefs[rows])[scored], truths[which[rows]][scored].float())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+            if stop is not None and stop.requested:
+                return history  # the epoch is unfinished: the file keeps the last whole one
+        history.append({"epoch": epoch, "train_loss": float(np.mean(losses)), **judge(net, beliefs[held_rows],
+                                                                                      truths[which[held_rows]])})
+        save(net, history)
+        if progress:
+            print(" ".join(f"{key} {value:.4f}" if isinstance(value, float) else f"{key} {value}"
+                           for key, value in history[-1].items()), flush=True)
+    return history
+
+
+@torch.no_grad()
+def judge(net: MapPredictor, beliefs: torch.Tensor, truths: torch.Tensor, batch: int = 256) -> dict[str, float]:
+    """Held-out loss (scored cells), and the accuracy near the known free cells, the
+    predictor's and the all-walls guess's."""
+    net.eval()
+    loss = right = walls = near = 0.0
+    for start in range(0, len(beliefs), batch):
+        belief, truth = beliefs[start : start + batch], truths[start : start + batch]
+        logits = net(belief)
+        scored = _scored(belief, LOSS_REACH)
+        loss += F.binary_cross_entropy_with_logits(logits[scored], truth[scored].float(), reduction="sum").item()
+        close = _scored(belief, ACCURACY_REACH)
+        right += ((logits[close] > 0) == truth[close]).sum().item()
+        walls += truth[close].sum().item()
+        near += close.sum().item()
+    scored_cells = _scored(beliefs, LOSS_REACH).sum().item()
+    return {"held_out_loss": loss / scored_cells, "held_out_accuracy": right / near,
+            "all_walls_accuracy": walls / near}
+
+
+def predictor_file(net: MapPredictor, trained: dict[str, Any]) -> dict[str, Any]:
+    return {"format": FORMAT, "model": net.state_dict(), "width": net.width, "trained": trained}
+
+
+def load_predictor(path: Path) -> MapPredictor:
+    """The predictor a ``--out`` file holds (``torch.load(weights_only=True)``)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a map predictor file (format {FORMAT!r})")
+    net = MapPredictor(state["width"])
+    net.load_state_dict(state["model"])
+    return net.eval()
+
+
+def predicted_guess(net: MapPredictor, threshold: float = 0.5) -> Guess:
+    """The ``Guess`` of ``net``: a cell is a wall where its probability of one exceeds
+    ``threshold``. It reads the belief only."""
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold={threshold}: a probability strictly between 0 and 1")
+    logit = float(np.log(threshold / (1 - threshold)))
+
+    def guess(world: GridExploreEnv) -> np.ndarray:
+        p = world.pad
+        with torch.no_grad():
+            logits = net(torch.from_numpy(world.belief[None, p:-p, p:-p].copy()))[0]
+        return (logits > logit).numpy()
+
+    return guess
+
+
+def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float) -> Actor:
+    """The move that minimises C(s, a) / spacing - ``prior_weight`` * log pi(a | s): the
+    lookahead's cost in the world ``guess`` imagines (``env.lookahead.imagined_costs``), in node
+    spacings, against the policy's own preference. A valid move the guessed world has no twin
+    for is priced as its dearest one; where it prices none, the policy's argmax. ``prior_weight``
+    0 is the lookahead alone, a large one the policy alone."""
+    def act(obs: dict, env: gym.Env) -> int:
+        world = env.unwrapped
+        with torch.no_grad():
+            logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
+        valid = np.asarray(obs[ACTION_MASK]).astype(bool)
+        log_pi = torch.log_softmax(logits[0], dim=-1).numpy()[valid]
+        costs = imagined_costs(world, guess)
+        if costs is None or not np.isfinite(costs).any():
+            return int(np.flatnonzero(valid)[np.argmax(log_pi)])
+        costs = costs[valid]
+        costs[~np.isfinite(costs)] = costs[np.isfinite(costs)].max()
+        return int(np.flatnonzero(valid)[np.argmin(costs / world.config.node_spacing - prior_weight * log_pi)])
+    return act
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="configs/dungeon.yaml", help="YAML file (default: %(default)s)")
+    parser.add_argument("--out", type=Path, required=True, help="the predictor file to write")
+    parser.add_argument("--maps", type=int, default=3000, help="training maps greedy plays for pairs")
+    parser.add_argument("--epochs", type=int, default=6)
+    parser.add_argument("--width", type=int, default=16, help="channels of the U-Net's first level")
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. env.kwargs.map_dir=PATH")
+    args = parser.parse_intermixed_args(argv)
+    for name in ("maps", "epochs", "width"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if not args.learning_rate > 0:
+        parser.error(f"--learning-rate must be > 0, got {args.learning_rate}")
+    try:
+        config = load_config(args.config, args.overrides)
+        if config.env.kwargs.get("map_dir") is None:
+            raise ConfigError("the map predictor learns floor plans: set env.kwargs.map_dir")
+        env_config = with_env_overrides(config.env, ["map_split=train"])
+        if args.out.exists():
+            raise FileExistsError(f"{args.out} exists: choose another --out")
+        torch.manual_seed(args.seed)
+        net = MapPredictor(args.width)
+        with StopOnSignal("stopping; the file keeps the last finished epoch") as stop:
+            pairs = collect_pairs(env_config, args.maps, args.seed)
+            trained = {"maps": args.maps, "pairs": len(pairs.beliefs), "map_dir": str(config.env.kwargs["map_dir"])}
+
+            def save(model: MapPredictor, history: list) -> None:
+                atomic_write(args.out, lambda f: torch.save(predictor_file(model, {**trained, "history": history}), f))
+
+            history = fit(net, pairs, args.epochs, args.learning_rate, save, stop)
+    except (ConfigError, FileExistsError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if stop.requested:
+        print(f"stopped by {stop.requested}; {args.out}: {len(history)} epoch(s)", file=sys.stderr)
+        return signal_exit_code(stop.requested)
+    print(f"done: {args.out} ({len(history)} epochs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The map predictor (``predictor``) and its training and planning (``rl.map_prediction``)."""
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import env  # noqa: F401  (registers the envs)
+from config import load_config
+from env.lookahead import guessed_lookahead
+from env.sensing import FREE, OCCUPIED, UNKNOWN
+from predictor import MapPredictor
+from predictor.network import BELIEF_CODES
+from rl.envs import make_env, with_env_overrides
+from rl.evaluation import argmax_actor, load_policy
+from rl.map_prediction import (Pairs, collect_pairs, fit, load_predictor, main, planning_actor, predicted_guess,
+                               predictor_file)
+from tests.helpers import SMOKE
+from tests.map_folders import write_maps
+
+MAPS = {f"{i}.png": (20, 22) for i in range(12)}
+
+
+def test_the_predictor_reads_the_envs_belief_codes():
+    assert (UNKNOWN, FREE, OCCUPIED) == tuple(range(BELIEF_CODES))
+
+
+@pytest.mark.parametrize("shape", [(60, 80), (21, 33), (4, 5)])
+def test_the_predictor_keeps_any_map_shape(shape):
+    belief = torch.randint(0, BELIEF_CODES, (2, *shape), dtype=torch.int8)
+    assert MapPredictor(width=4)(belief).shape == (2, *shape)
+
+
+def folder_config(tmp_path: Path):
+    folder = write_maps(tmp_path / "maps", MAPS)
+    return with_env_overrides(load_config(SMOKE).env, [f"map_dir={folder}", "max_steps=60"])
+
+
+def test_pairs_are_beliefs_of_greedy_episodes_with_their_maps_truth(tmp_path):
+    env_config = folder_config(tmp_path)
+    pairs = collect_pairs(env_config, maps=4, progress=False)
+    assert pairs.beliefs.shape[1:] == pairs.truths.shape[1:] == (20, 22) and len(pairs.truths) == 4
+    assert len(pairs.beliefs) == len(pairs.which) > 0 and set(pairs.which) <= set(range(4))
+    for belief, map_index in zip(pairs.beliefs, pairs.which):  # what the belief knows is true
+        truth = pairs.truths[map_index]
+        assert not truth[belief == FREE].any() and truth[belief == OCCUPIED].all()
+
+
+def test_fitting_learns_the_rooms_and_beats_the_all_walls_guess(tmp_path):
+    # Every map is the same walled room: the cells past the known free ones are free, which a
+    # predictor must learn, where guessing walls is mostly wrong.
+    pairs = collect_pairs(folder_config(tmp_path), maps=12, progress=False)
+    torch.manual_seed(0)
+    net = MapPredictor(width=4)
+    saved = []
+    history = fit(net, pairs, epochs=8, learning_rate=1e-2, save=lambda n, h: saved.append(len(h)), batch=4,
+                  progress=False)
+    assert saved == list(range(1, 9)) and len(history) == 8
+    assert history[-1]["held_out_loss"] < 0.3 * history[0]["held_out_loss"]
+    assert history[-1]["held_out_accuracy"] > history[-1]["all_walls_accuracy"] + 0.5
+
+
+def test_a_predictor_file_loads_weights_only_and_guesses_from_the_belief_alone(tmp_path):
+    net = MapPredictor(width=4)
+    path = tmp_path / "predictor.pt"
+    torch.save(predictor_file(net, {"maps": 1}), path)
+    loaded = load_predictor(path)
+    belief = torch.randint(0, BELIEF_CODES, (1, 9, 11), dtype=torch.int8)
+    assert torch.equal(loaded(belief), net.eval()(belief))
+    torch.save({"model": net.state_dict()}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a map predictor file"):
+        load_predictor(tmp_path / "other.pt")
+
+    world = make_env(folder_config(tmp_path)).unwrapped
+    world.reset(seed=0, options={"map_index": 1})
+    guess = predicted_guess(loaded)(world)
+    p = world.pad
+    with torch.no_grad():
+        expected = (loaded(torch.from_numpy(world.belief[None, p:-p, p:-p].copy()))[0] > 0).numpy()
+    assert guess.shape == (20, 22) and np.array_equal(guess, expected)
+    world.grid_map = replace(world.grid_map, occupied=~world.grid_map.occupied)  # the truth is never read
+    assert np.array_equal(predicted_guess(loaded)(world), guess)
+    with pytest.raises(ValueError, match="threshold=1"):
+        predicted_guess(loaded, 1.0)
+
+
+def test_the_planner_is_the_lookahead_at_weight_zero_and_the_policy_at_a_large_weight(tmp_path):
+    policy, config = load_policy(Path("pretrained/default.pt"))
+    guess = predicted_guess(MapPredictor(width=4).eval())
+    env = make_env(with_env_overrides(config.env, ["map_size=16"]))
+    obs, _ = env.reset(seed=2)
+    compared = 0
+    for _ in range(8):
+        lookahead, agent = guessed_lookahead(guess)(obs, env), argmax_actor(policy)(obs, env)
+        assert planning_actor(policy, guess, 0.0)(obs, env) == lookahead
+        assert planning_actor(policy, guess, 1e3)(obs, env) == agent
+        compared += lookahead != agent
+        obs, _, terminated, truncated, _ = env.step(agent)
+        if terminated or truncated:
+            break
+    assert compared >= 1  # on some state the two disagree, so the weight decided
+
+
+def test_the_cli_writes_a_loadable_file_and_refuses_bad_input_before_writing(tmp_path, capsys):
+    folder = write_maps(tmp_path / "maps", MAPS)
+    out = tmp_path / "predictor.pt"
+    common = ["--config", str(SMOKE), f"env.kwargs.map_dir={folder}", "env.kwargs.max_steps=60"]
+    assert main([*common, "--out", str(out), "--maps", "12", "--epochs", "1", "--width", "4"]) == 0
+    state = torch.load(out, weights_only=True)
+    assert state["trained"]["maps"] == 12 and len(state["trained"]["history"]) == 1
+    assert isinstance(load_predictor(out), MapPredictor)
+    assert main([*common, "--out", str(out), "--maps", "2"]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert main(["--config", str(SMOKE), "--out", str(tmp_path / "x.pt")]) == 2
+    assert "map_dir" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
+    with pytest.raises(SystemExit):
+        main([*common, "--out", str(tmp_path / "y.pt"), "--epochs", "0"])
+    assert not (tmp_path / "y.pt").exists()
+
+
+def test_the_bench_plays_the_lookahead_and_the_planner(tmp_path, monkeypatch, capsys):
+    from bench import predicted_lookahead
+    path = tmp_path / "predictor.pt"
+    torch.save(predictor_file(MapPredictor(width=4), {}), path)
+    monkeypatch.setattr("sys.argv", ["predicted_lookahead", "--predictor", str(path), "--checkpoint",
+                                     "pretrained/default.pt", "--prior-weight", "1", "--episodes", "1",
+                                     "--config", str(SMOKE), "--json", str(tmp_path / "x.json")])
+    predicted_lookahead.main()
+    out = capsys.readouterr().out
+    for line in ("travel predicted_lookahead / greedy:", "travel agent / greedy:", "travel planner_1 / agent:"):
+        assert line in out
+    assert (tmp_path / "x.json").exists()
