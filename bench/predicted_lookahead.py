@@ -1,7 +1,7 @@
 """Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
 
     python -m bench.predicted_lookahead --predictor runs/map_predictor.pt [--checkpoint WEIGHTS]
-        [--prior-weight W ...] [--threshold 0.5] [--episodes 100] [--seed 0]
+        [--prior-weight W ...] [--threshold 0.5] [--episodes 100] [--first-episode 0] [--seed 0]
         [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
 
 Plays, on the held-out maps of ``evaluate.py`` (with a ``map_dir``, episode i plays map i):
@@ -41,6 +41,8 @@ def main() -> None:
                         help="a planner weighing the policy's log-probability by W (repeatable; needs --checkpoint)")
     parser.add_argument("--threshold", type=float, default=0.5, help="a cell is a wall above this probability")
     parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--first-episode", type=int, default=0,
+                        help="start at this held-out episode (with a map_dir: this map), to split a run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--config", default="configs/dungeon.yaml", help="the env to play (default: %(default)s)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
@@ -49,17 +51,20 @@ def main() -> None:
     args = parser.parse_args()
     if args.prior_weight and args.checkpoint is None:
         parser.error("--prior-weight needs --checkpoint (the policy whose preferences it weighs)")
+    if args.first_episode < 0:
+        parser.error(f"--first-episode {args.first_episode}: an episode index must be 0 or more")
     if any(w < 0 for w in args.prior_weight):
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
     guess = predicted_guess(load_predictor(args.predictor), args.threshold)
     env_config = with_env_overrides(load_config(args.config).env, args.env)
-    episodes = min(args.episodes, map_dir_size(env_config) or args.episodes)
+    maps = map_dir_size(env_config)
+    episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes
     actors = {"greedy": greedy, "predicted_lookahead": guessed_lookahead(guess)}
     if args.checkpoint is not None:
         policy, _ = load_policy(args.checkpoint)
         actors[AGENT] = argmax_actor(policy)
         actors.update({f"planner_{w:g}": planning_actor(policy, guess, w) for w in args.prior_weight})
-    results = evaluate_actors(actors, env_config, episodes, args.seed)
+    results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
     for ours, reference in pairs:
         mean, half, n = travel_ratio(results[ours], results[reference])

@@ -1,4 +1,5 @@
 """The map predictor (``predictor``) and its training and planning (``rl.map_prediction``)."""
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -8,14 +9,15 @@ import torch
 
 import env  # noqa: F401  (registers the envs)
 from config import load_config
+from env.baselines import greedy
 from env.lookahead import guessed_lookahead
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from predictor import MapPredictor
 from predictor.network import BELIEF_CODES
 from rl.envs import make_env, with_env_overrides
-from rl.evaluation import argmax_actor, load_policy
-from rl.map_prediction import (Pairs, collect_pairs, fit, load_predictor, main, planning_actor, predicted_guess,
-                               predictor_file)
+from rl.evaluation import argmax_actor, load_policy, run_episode
+from rl.map_prediction import collect_pairs, fit, load_predictor, main, planning_actor, predicted_guess, predictor_file
+from rl.seeding import eval_episode_seed
 from tests.helpers import SMOKE
 from tests.map_folders import write_maps
 
@@ -125,9 +127,11 @@ def test_the_bench_plays_the_lookahead_and_the_planner(tmp_path, monkeypatch, ca
     torch.save(predictor_file(MapPredictor(width=4), {}), path)
     monkeypatch.setattr("sys.argv", ["predicted_lookahead", "--predictor", str(path), "--checkpoint",
                                      "pretrained/default.pt", "--prior-weight", "1", "--episodes", "1",
-                                     "--config", str(SMOKE), "--json", str(tmp_path / "x.json")])
+                                     "--first-episode", "2", "--config", str(SMOKE), "--json", str(tmp_path / "x.json")])
     predicted_lookahead.main()
     out = capsys.readouterr().out
     for line in ("travel predicted_lookahead / greedy:", "travel agent / greedy:", "travel planner_1 / agent:"):
         assert line in out
-    assert (tmp_path / "x.json").exists()
+    report = json.loads((tmp_path / "x.json").read_text())
+    episode_2, _ = run_episode(make_env(load_config(SMOKE).env), greedy, eval_episode_seed(0, 2))
+    assert [r["travel_distance"] for r in report["per_episode"]["greedy"]] == [episode_2.travel_distance]
