@@ -8,6 +8,8 @@ from PIL import Image
 
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
+from rl.map_prediction import FORMAT as PREDICTOR_FORMAT
+from rl.map_prediction import load_predictor, planning_actor, predicted_guess
 from rl.pretrained import FORMAT
 from tests.helpers import ROOT
 
@@ -44,4 +46,17 @@ def test_a_shipped_agent_plays_a_map(name, tmp_path):
         overrides = [f"map_dir={tmp_path}", "map_split=all"]
     env = make_env(with_env_overrides(config.env, overrides))
     result, _ = run_episode(env, argmax_actor(policy), seed=1, options={"map_index": 0} if overrides else None)
+    assert result.success and result.coverage >= 0.99
+
+
+def test_the_shipped_map_predictor_is_small_loads_weights_only_and_plans_a_floor_plan(tmp_path):
+    path = ROOT / "pretrained" / "dungeon_map_predictor.pt"
+    assert path.stat().st_size < 1_000_000
+    state = torch.load(path, weights_only=True)
+    assert state["format"] == PREDICTOR_FORMAT and sorted(state) == ["format", "model", "trained", "width"]
+    policy, config = load_policy(ROOT / "pretrained" / "dungeon.pt")
+    floor_plan(tmp_path / "plan.png")
+    env = make_env(with_env_overrides(config.env, [f"map_dir={tmp_path}", "map_split=all"]))
+    planner = planning_actor(policy, predicted_guess(load_predictor(path)), prior_weight=0.5)
+    result, _ = run_episode(env, planner, seed=1, options={"map_index": 0})
     assert result.success and result.coverage >= 0.99
