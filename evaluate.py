@@ -2,7 +2,7 @@
 
     python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
-                       [--workers N [--address HOST:PORT]]
+                       [--workers N [--address HOST:PORT]] [--planner PREDICTOR [--prior-weight 0.5]]
 
 ``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
 run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
@@ -17,6 +17,12 @@ collection once, in its sorted order (a natural sort of the names): episode i pl
 ``--episodes`` of them (fewer when the folder holds fewer, as the output says). Every map is
 checked before the first episode, and ``--json`` records each episode's ``map_file``, so
 ``compare.py`` pairs the results map by map.
+
+``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``, e.g.
+``pretrained/dungeon_map_predictor.pt`` beside ``pretrained/dungeon.pt``) also plays ``planner``:
+the agent weighing, for each move, the lookahead's cost in the world the predictor guesses against
+``--prior-weight`` times its own log-probability (``rl.map_prediction.planning_actor``;
+docs/results.md section 8, v8). It plays in this process (no ``--workers``).
 """
 from __future__ import annotations
 
@@ -31,8 +37,11 @@ from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
+from rl.map_prediction import load_predictor, planning_actor, predicted_guess
 from stats import format_mean_ci
 
+PLANNER = "planner"
+"""The agent planning in a map predictor's guess (``--planner``)."""
 COLUMNS = {  # summary key -> (header, decimals)
     "success_rate": ("success rate", 3),
     "coverage": ("coverage at end", 3),
@@ -85,14 +94,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="configs/default.yaml", help="env settings when no checkpoint is given")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0, help="selects the held-out maps")
-    parser.add_argument("--policy", default="all", choices=["all", AGENT, *BASELINES])
+    parser.add_argument("--policy", default="all", choices=["all", AGENT, PLANNER, *BASELINES])
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="change an environment setting for this evaluation, e.g. map_size=48 (repeatable)")
     parser.add_argument("--json", type=Path, help="write the summaries, ratios and every episode's result here")
     parser.add_argument("--gif", type=Path, help="save the first episode of the first policy as a GIF")
     parser.add_argument("--workers", type=int, default=1, help="Ray tasks to split the maps across (1: no Ray)")
     parser.add_argument("--address", default="", help="the Ray cluster for --workers (default: a local one)")
+    parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
+                        help="also play the agent planning in this map predictor's guess (needs --checkpoint)")
+    parser.add_argument("--prior-weight", type=float, default=0.5,
+                        help="the planner's weight on the agent's log-probability (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.planner is not None and args.checkpoint is None:
+        parser.error("--planner needs --checkpoint (the agent that plans)")
+    if args.policy == PLANNER and args.planner is None:
+        parser.error("--policy planner needs --planner PREDICTOR")
+    if args.planner is not None and args.workers > 1:
+        parser.error("--planner plays in this process: leave --workers at 1")
+    if not args.prior_weight >= 0:
+        parser.error(f"--prior-weight must be >= 0, got {args.prior_weight}")
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     if args.workers < 1:
@@ -113,6 +134,12 @@ def main(argv: list[str] | None = None) -> int:
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
         actors[AGENT] = argmax_actor(policy)
+        if args.planner is not None:
+            try:
+                guess = predicted_guess(load_predictor(args.planner))
+            except (FileNotFoundError, ValueError) as error:
+                parser.error(f"--planner: {error}")
+            actors[PLANNER] = planning_actor(policy, guess, args.prior_weight)
     elif args.policy == AGENT:
         parser.error("--policy agent needs --checkpoint")
     else:

@@ -163,7 +163,12 @@ def predictor_file(net: MapPredictor, trained: dict[str, Any]) -> dict[str, Any]
 
 def load_predictor(path: Path) -> MapPredictor:
     """The predictor a ``--out`` file holds (``torch.load(weights_only=True)``)."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no map predictor file at {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # not a torch file, or one holding more than tensors
+        raise ValueError(f"{path} does not load as a map predictor file: {error}") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"{path} is not a map predictor file (format {FORMAT!r})")
     net = MapPredictor(state["width"])

@@ -5,12 +5,15 @@ import re
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 import evaluate
 import visualize
 from evaluate import format_table
+from predictor import MapPredictor
 from rl.evaluation import EpisodeResult, summarise, travel_ratio
+from rl.map_prediction import predictor_file
 from rl.trainer import Trainer
 from tests.helpers import SMOKE, smoke_config
 from tests.map_folders import MAP_ORDER, write_maps
@@ -46,6 +49,16 @@ def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys,
         (evaluate.main, ["--policy", "greedy", "--json", str(tmp_path)], "--json: .* is a folder"),
         (evaluate.main, ["--policy", "greedy", "--gif", str(tmp_path / "a_file" / "x.gif")], "--gif: cannot write"),
         (evaluate.main, ["--policy", "greedy", "--seed", "-1"], "--seed must be >= 0, got -1"),
+        (evaluate.main, ["--planner", str(tmp_path / "p.pt")], "--planner needs --checkpoint"),
+        (evaluate.main, ["--policy", "planner", "--checkpoint", "pretrained/default.pt"], "needs --planner"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"), "--workers",
+                         "2"], "leave --workers at 1"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),
+                         "--prior-weight", "-1"], "--prior-weight must be >= 0, got -1.0"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt")],
+         "--planner: no map predictor file at"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "a_file")],
+         "--planner: .* does not load as a map predictor file"),
         (visualize.main, ["--checkpoint", str(tmp_path), "--fps", "0"], "--fps must be a finite number > 0, got 0.0"),
         (visualize.main, ["--checkpoint", str(tmp_path), "--query", "-2"], "--query must be >= 0, got -2"),
         (visualize.main, ["--checkpoint", str(tmp_path), "--out", str(tmp_path / "a_file")], "--out: .* is a file"),
@@ -98,3 +111,18 @@ def test_a_bad_map_in_the_folder_is_refused_before_any_episode(tmp_path, capsys,
     with pytest.raises(SystemExit):
         evaluate.main(["--policy", "greedy", "--config", str(SMOKE), "--env", f"map_dir={folder}"])
     assert re.search(r"--env: .*4\.png: not a readable image", capsys.readouterr().err)
+
+
+def test_the_planner_plays_beside_the_agent_and_is_the_agent_at_a_large_prior_weight(tmp_path, capsys):
+    predictor = tmp_path / "predictor.pt"
+    torch.save(predictor_file(MapPredictor(width=4), {}), predictor)
+    common = ["--checkpoint", "pretrained/default.pt", "--planner", str(predictor), "--episodes", "2",
+              "--env", "map_size=16"]
+    assert evaluate.main([*common, "--json", str(tmp_path / "r.json")]) == 0
+    table = capsys.readouterr().out
+    assert "| planner |" in table and "| agent (argmax) |" in table
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert len(report["per_episode"]["planner"]) == 2
+    evaluate.main([*common, "--prior-weight", "1000", "--policy", "planner", "--json", str(tmp_path / "p.json")])
+    planner = json.loads((tmp_path / "p.json").read_text())["per_episode"]["planner"]
+    assert [r["travel_distance"] for r in planner] == [r["travel_distance"] for r in report["per_episode"]["agent"]]
