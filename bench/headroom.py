@@ -28,16 +28,14 @@ reference's floor plans (``configs/dungeon.yaml``) about 30 ms a state, 1 s an e
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from bench.travel_report import report_travel
 from config import load_config
 from env.baselines import greedy, nearest_frontier
 from env.lookahead import belief_lookahead, greedy_lookahead_oracle, guessed_lookahead, revealed_within
-from rl.atomic import atomic_write_text
 from rl.envs import with_env_overrides
-from rl.evaluation import evaluate_actors, evaluation_report, map_dir_size, travel_ratio
-from stats import format_mean_ci
+from rl.evaluation import evaluate_actors, map_dir_size
 
 
 def main() -> None:
@@ -59,13 +57,9 @@ def main() -> None:
               "belief_lookahead": belief_lookahead,
               **{f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal}}
     results = evaluate_actors(actors, env_config, episodes, args.seed)
-    for ours in list(actors)[1:]:
-        for reference in ("nearest_frontier", "greedy"):
-            if ours != reference:
-                mean, half, n = travel_ratio(results[ours], results[reference])
-                print(f"travel {ours} / {reference}: {format_mean_ci(mean, half, 3)} (n={n})")
-    if args.json:
-        atomic_write_text(args.json, json.dumps(evaluation_report(results, episodes, args.seed, env_config), indent=2))
+    pairs = [(ours, reference) for ours in list(actors)[1:] for reference in ("nearest_frontier", "greedy")
+             if ours != reference]
+    report_travel(results, pairs, args.json, episodes, args.seed, env_config)
 
 
 if __name__ == "__main__":

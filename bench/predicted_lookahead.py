@@ -20,17 +20,15 @@ state (the predictor, a lattice of the guessed world, greedy's play-outs there).
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from bench.travel_report import report_travel
 from config import load_config
 from env.baselines import greedy
 from env.lookahead import guessed_lookahead
-from rl.atomic import atomic_write_text
 from rl.envs import with_env_overrides
-from rl.evaluation import AGENT, argmax_actor, evaluate_actors, evaluation_report, load_policy, map_dir_size, travel_ratio
+from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
 from rl.map_prediction import load_predictor, planning_actor, predicted_guess
-from stats import format_mean_ci
 
 
 def main() -> None:
@@ -66,11 +64,7 @@ def main() -> None:
         actors.update({f"planner_{w:g}": planning_actor(policy, guess, w) for w in args.prior_weight})
     results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
-    for ours, reference in pairs:
-        mean, half, n = travel_ratio(results[ours], results[reference])
-        print(f"travel {ours} / {reference}: {format_mean_ci(mean, half, 3)} (n={n})")
-    if args.json:
-        atomic_write_text(args.json, json.dumps(evaluation_report(results, episodes, args.seed, env_config), indent=2))
+    report_travel(results, pairs, args.json, episodes, args.seed, env_config)
 
 
 if __name__ == "__main__":
