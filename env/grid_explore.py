@@ -183,7 +183,7 @@ class GridExploreEnv(gym.Env):
         on_lattice = lattice < graph.geometry.n_lattice  # lookouts' ids lie past the lattice
         before = cells_before_sites(graph.geometry.lattice_rc[lattice[on_lattice]],
                                     graph.node_rc[: graph.n_nodes][on_lattice], self.config.node_spacing, occupied.shape)
-        occupied[before[:, 0], before[:, 1]] = True
+        occupied[before[:, 0], before[:, 1]] |= belief[before[:, 0], before[:, 1]] == UNKNOWN  # known cells stay
         world = copy.copy(self)
         world._set_world(GridMap(occupied=occupied, start=self.grid_map.start))
         world.belief = self.belief.copy()
