@@ -10,7 +10,7 @@ Shapes (B maps of H x W cells, w = ``width``)::
     belief [B, H, W] int  --one-hot-->  [B, 3, H, W]
     e1 = block(3 -> w)          [B, w,  H,   W  ]   two 3x3 convolutions, ReLU after each
     e2 = block(w -> 2w)         [B, 2w, H/2, W/2]   after a 2x2 max-pool
-    e3 = block(2w -> 2w, dil 2) [B, 2w, H/4, W/4]   dilated: a receptive field of about 40 cells
+    e3 = block(2w -> 2w, dil 2) [B, 2w, H/4, W/4]   dilated: a receptive field of over 40 cells
     d2 = block(4w -> 2w)        [B, 2w, H/2, W/2]   e3 upsampled (nearest), beside e2
     d1 = block(3w -> w)         [B, w,  H,   W  ]   d2 upsampled, beside e1
     logits = 1x1 conv(w -> 1)   [B, H, W]           logit of "occupied", for every cell
