@@ -142,17 +142,17 @@ def judge(net: MapPredictor, beliefs: torch.Tensor, truths: torch.Tensor, batch:
     """Held-out loss (scored cells), and the accuracy near the known free cells, the
     predictor's and the all-walls guess's."""
     net.eval()
-    loss = right = walls = near = 0.0
+    loss = right = walls = near = scored_cells = 0.0
     for start in range(0, len(beliefs), batch):
         belief, truth = beliefs[start : start + batch], truths[start : start + batch]
         logits = net(belief)
         scored = _scored(belief, LOSS_REACH)
         loss += F.binary_cross_entropy_with_logits(logits[scored], truth[scored].float(), reduction="sum").item()
+        scored_cells += scored.sum().item()
         close = _scored(belief, ACCURACY_REACH)
         right += ((logits[close] > 0) == truth[close]).sum().item()
         walls += truth[close].sum().item()
         near += close.sum().item()
-    scored_cells = _scored(beliefs, LOSS_REACH).sum().item()
     return {"held_out_loss": loss / scored_cells, "held_out_accuracy": right / near,
             "all_walls_accuracy": walls / near}
 
