@@ -2,7 +2,7 @@
 
     python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
-                       [--workers N [--address HOST:PORT]] [--planner PREDICTOR [--prior-weight 0.5]]
+                       [--workers N [--address HOST:PORT]] [--planner PREDICTOR] [--prior-weight W]
 
 ``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
 run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
@@ -18,11 +18,13 @@ collection once, in its sorted order (a natural sort of the names): episode i pl
 checked before the first episode, and ``--json`` records each episode's ``map_file``, so
 ``compare.py`` pairs the results map by map.
 
-``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``, e.g.
-``pretrained/dungeon_map_predictor.pt`` beside ``pretrained/dungeon.pt``) also plays ``planner``:
-the agent weighing, for each move, the lookahead's cost in the world the predictor guesses against
-``--prior-weight`` times its own log-probability (``rl.map_prediction.planning_actor``;
-docs/results.md section 8, v8). It plays in this process (no ``--workers``).
+A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
+``pretrained/dungeon.pt``) also plays ``planner``: the agent weighing, for each move, the
+lookahead's cost in the world the predictor guesses against a weight times its own
+log-probability (``rl.map_prediction.planning_actor``; docs/results.md section 8, v8).
+``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that predictor
+instead, and ``--prior-weight W`` with that weight (default: the file's, else 0.5). It plays in
+this process: with ``--workers`` above 1 a carried planner is left out (and ``--planner`` refused).
 """
 from __future__ import annotations
 
@@ -37,7 +39,9 @@ from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
-from rl.map_prediction import load_predictor, planning_actor, predicted_guess
+from predictor.files import load_predictor
+from rl.map_prediction import planning_actor, predicted_guess
+from rl.pretrained import DEFAULT_PRIOR_WEIGHT, read_planner
 from stats import format_mean_ci
 
 PLANNER = "planner"
@@ -75,6 +79,31 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def planner_actor(args: argparse.Namespace, policy, parser: argparse.ArgumentParser):
+    """The planner to play, or None: ``policy`` planning with ``--planner``'s map predictor, else
+    the one ``--checkpoint`` carries, weighing its log-probability by ``--prior-weight``, else the
+    carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``). A carried planner is left out,
+    saying so, when ``--workers`` is above 1."""
+    try:
+        planner = (read_planner(args.checkpoint) if args.planner is None
+                   else (load_predictor(args.planner), DEFAULT_PRIOR_WEIGHT))
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(f"--planner: {error}" if args.planner is not None else f"--checkpoint's planner: {error}")
+    if planner is None:
+        if args.policy == PLANNER:
+            parser.error(f"--policy planner: {args.checkpoint} carries no map predictor; name one with --planner")
+        return None
+    if args.workers > 1:
+        if args.policy == PLANNER:
+            parser.error("--policy planner plays in this process: leave --workers at 1")
+        if args.policy == "all":
+            print(f"{args.checkpoint} carries a planner, which plays in this process: --workers {args.workers} "
+                  f"leaves it out", file=sys.stderr)
+        return None
+    predictor, weight = planner
+    return planning_actor(policy, predicted_guess(predictor), weight if args.prior_weight is None else args.prior_weight)
+
+
 def evaluate_in_parallel(actors: dict, policy, env_config: EnvConfig, args: argparse.Namespace) -> dict:
     """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here (one episode)."""
     from rl.cluster.connect import ray_session  # Ray is imported only when asked for
@@ -103,16 +132,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--address", default="", help="the Ray cluster for --workers (default: a local one)")
     parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
                         help="also play the agent planning in this map predictor's guess (needs --checkpoint)")
-    parser.add_argument("--prior-weight", type=float, default=0.5,
-                        help="the planner's weight on the agent's log-probability (default: %(default)s)")
+    parser.add_argument("--prior-weight", type=float,
+                        help=f"the planner's weight on the agent's log-probability (default: the checkpoint's, "
+                             f"else {DEFAULT_PRIOR_WEIGHT})")
     args = parser.parse_args(argv)
     if args.planner is not None and args.checkpoint is None:
         parser.error("--planner needs --checkpoint (the agent that plans)")
-    if args.policy == PLANNER and args.planner is None:
-        parser.error("--policy planner needs --planner PREDICTOR")
+    if args.policy == PLANNER and args.checkpoint is None:
+        parser.error("--policy planner needs --checkpoint (and a predictor: --planner or one the checkpoint carries)")
     if args.planner is not None and args.workers > 1:
         parser.error("--planner plays in this process: leave --workers at 1")
-    if not args.prior_weight >= 0:
+    if args.prior_weight is not None and not args.prior_weight >= 0:
         parser.error(f"--prior-weight must be >= 0, got {args.prior_weight}")
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
@@ -134,12 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
         actors[AGENT] = argmax_actor(policy)
-        if args.planner is not None:
-            try:
-                guess = predicted_guess(load_predictor(args.planner))
-            except (FileNotFoundError, ValueError) as error:
-                parser.error(f"--planner: {error}")
-            actors[PLANNER] = planning_actor(policy, guess, args.prior_weight)
+        planner = planner_actor(args, policy, parser)
+        if planner is not None:
+            actors[PLANNER] = planner
     elif args.policy == AGENT:
         parser.error("--policy agent needs --checkpoint")
     else:

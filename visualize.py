@@ -2,6 +2,7 @@
 
     python visualize.py --checkpoint runs/default [--seed 0] [--at 10] [--query NODE] [--out viz_out]
     python visualize.py --checkpoint pretrained/dungeon.pt --env map_dir=DungeonMaps/train --env map_split=validation
+    python visualize.py ... [--planner PREDICTOR]
     python visualize.py --checkpoint runs/heads/model.n_heads=8_seed1 --compare runs/heads/model.n_heads=1_seed1 [--maps 10]
 
 Writes into ``--out``:
@@ -10,6 +11,9 @@ Writes into ``--out``:
   attention_matrix_layerL.png  per encoder layer L, one heat map per head (query rows, key columns)
   attention_map_layerL.png     per encoder layer L, the query node's attention drawn on the map
                                as lines whose width is the weight, one panel per head
+  map_guess.png                when the checkpoint carries a map predictor (``pretrained/dungeon.pt``)
+                               or ``--planner`` names one: at step ``--at``, what the robot knows,
+                               the predictor's guess of the rest, and the true map
 ``--checkpoint`` takes what ``evaluate.py`` takes (a run folder, a checkpoint, a pretrained file)
 and ``--env`` changes its env as there; with a ``map_dir``, ``--seed``'s episode i plays map i.
 The moves are ``evaluate.py``'s: the same runner and argmax on the same map.
@@ -40,28 +44,35 @@ from PIL import Image
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
 from graph_batch import collate
+from predictor.files import load_predictor
 from rl.atomic import check_writable
 from config import ConfigError
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, episode_options, load_policy, run_episode
+from rl.pretrained import read_planner
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
+from viz.map_guess import map_guess_figure
 from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreement, pointer_overlay
 
 
 def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None) -> list[dict]:
     """One episode of the policy's argmax moves, played by ``rl.evaluation.run_episode`` with
     ``argmax_actor`` (so the moves are ``evaluate.py``'s on the same map); per step the frame (None
-    unless ``env`` renders), observation, move and attention (the readable path's weights)."""
+    unless ``env`` renders), observation, move, attention (the readable path's weights), the
+    belief ([H, W], inside the padding) and the robot's cell."""
     steps, choose = [], argmax_actor(policy)
 
     def act(obs: dict, world: gym.Env) -> int:
         action = choose(obs, world)
         with torch.no_grad():
             _, _, attention = policy(collate(obs), need_weights=True)
+        inner = world.unwrapped
+        p = inner.pad
         steps.append({"frame": world.render() if world.render_mode else None, "obs": obs, "action": action,
                       "positions": world.graph.positions().copy(), "probs": attention.pointer[0].numpy(),
-                      "encoder": [w[0].numpy() for w in attention.encoder]})
+                      "encoder": [w[0].numpy() for w in attention.encoder],
+                      "belief": inner.belief[p:-p, p:-p].copy(), "cell": inner.path[-1]})
         return action
 
     run_episode(env, act, seed, options=options)
@@ -127,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fps", type=float, default=3.0)
     parser.add_argument("--compare", type=Path, nargs="+", default=[], metavar="CHECKPOINT",
                         help="other runs whose heads look at the same states (same env settings)")
+    parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
+                        help="draw this map predictor's guess (default: the one --checkpoint carries, if any)")
     parser.add_argument("--maps", type=int, default=1,
                         help="held-out maps whose states the --compare table averages over (the first is drawn)")
     args = parser.parse_args(argv)
@@ -146,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         policy, config = load_policy(args.checkpoint)
     except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout
         parser.error(str(error))
+    try:
+        carried = read_planner(args.checkpoint)
+        predictor = load_predictor(args.planner) if args.planner is not None else carried and carried[0]
+    except (FileNotFoundError, ValueError) as error:
+        parser.error(f"--planner: {error}")
     others = {}
     for path in args.compare:
         try:
@@ -164,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--env: {error}")
     env = make_env(env_config, render_mode="rgb_array")
     steps = record_episode(policy, env, eval_episode_seed(args.seed, 0), episode_options(env_config, 0))
+    truth = env.unwrapped.grid_map.occupied.copy()
     env.close()
     at = len(steps) // 3 if args.at is None else args.at
     if not 0 <= at < len(steps):
@@ -189,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
         on_map = attention_on_map(chosen["frame"], chosen["positions"], weights, query, f"{title}: node {query} attends to")
         Image.fromarray(on_map).save(args.out / f"attention_map_layer{layer}.png")
     print(f"{len(steps)} steps; wrote {args.out}/pointer.gif and {2 * len(chosen['encoder'])} attention pictures")
+    if predictor is not None:
+        map_guess_figure(chosen["belief"], predictor.wall_probability(chosen["belief"]), truth,
+                         args.out / "map_guess.png", robot=chosen["cell"])
+        print(f"wrote {args.out}/map_guess.png (the map predictor's guess at step {at})")
     if others:
         policies = {label_of(args.checkpoint): policy, **others}
         draw_heads_compared(policies, chosen, at, query, args.out)

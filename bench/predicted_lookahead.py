@@ -1,10 +1,11 @@
 """Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
 
-    python -m bench.predicted_lookahead --predictor runs/map_predictor.pt [--checkpoint WEIGHTS]
-        [--prior-weight W ...] [--threshold 0.5] [--episodes 100] [--first-episode 0] [--seed 0]
+    python -m bench.predicted_lookahead [--predictor runs/map_predictor.pt] [--checkpoint WEIGHTS]
+        [--prior-weight W ...] [--threshold 0.5] [--within H] [--episodes 100] [--first-episode 0] [--seed 0]
         [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
 
-Plays, on the held-out maps of ``evaluate.py`` (with a ``map_dir``, episode i plays map i):
+The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
+(``pretrained/dungeon.pt``). Plays, on the held-out maps of ``evaluate.py`` (with a ``map_dir``, episode i plays map i):
 
 - ``greedy``;
 - ``predicted_lookahead``: ``env.lookahead.guessed_lookahead`` with ``rl.map_prediction``'s
@@ -28,16 +29,21 @@ from env.baselines import greedy
 from env.lookahead import guessed_lookahead
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
-from rl.map_prediction import load_predictor, planning_actor, predicted_guess
+from predictor.files import load_predictor
+from rl.map_prediction import planning_actor, predicted_guess
+from rl.pretrained import read_planner
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--predictor", type=Path, required=True, help="a file of python -m rl.map_prediction")
+    parser.add_argument("--predictor", type=Path, help="a file of python -m rl.map_prediction (default: the one "
+                                                       "--checkpoint carries)")
     parser.add_argument("--checkpoint", type=Path, help="a policy to plan with (run folder, checkpoint or pretrained file)")
     parser.add_argument("--prior-weight", type=float, action="append", default=[], metavar="W",
                         help="a planner weighing the policy's log-probability by W (repeatable; needs --checkpoint)")
     parser.add_argument("--threshold", type=float, default=0.5, help="a cell is a wall above this probability")
+    parser.add_argument("--within", type=int, metavar="H",
+                        help="guess walls beyond H steps of a known free cell (default: the predictor everywhere)")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--first-episode", type=int, default=0,
                         help="start at this held-out episode (with a map_dir: this map), to split a run")
@@ -53,7 +59,11 @@ def main() -> None:
         parser.error(f"--first-episode {args.first_episode}: an episode index must be 0 or more")
     if any(w < 0 for w in args.prior_weight):
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
-    guess = predicted_guess(load_predictor(args.predictor), args.threshold)
+    carried = None if args.checkpoint is None or args.predictor is not None else read_planner(args.checkpoint)
+    if args.predictor is None and carried is None:
+        parser.error("name a --predictor, or a --checkpoint that carries one (python -m rl.pretrained --planner)")
+    predictor = load_predictor(args.predictor) if args.predictor is not None else carried[0]
+    guess = predicted_guess(predictor, args.threshold, args.within)
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     maps = map_dir_size(env_config)
     episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes

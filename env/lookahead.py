@@ -146,21 +146,27 @@ def guessed_lookahead(guess: Guess) -> Policy:
     return act
 
 
+def within_steps(world: GridExploreEnv, distance: int) -> np.ndarray:
+    """[H, W] bool, unpadded: the cells within ``distance`` steps (4-connected, through any
+    cell) of a cell the robot knows free."""
+    p = world.pad
+    near = world.belief[p:-p, p:-p] == FREE
+    for _ in range(distance):
+        grown = near.copy()
+        grown[1:] |= near[:-1]
+        grown[:-1] |= near[1:]
+        grown[:, 1:] |= near[:, :-1]
+        grown[:, :-1] |= near[:, 1:]
+        near = grown
+    return near
+
+
 def revealed_within(distance: int) -> Guess:
-    """A diagnostic guess that reads the true map: its cells within ``distance`` steps
-    (4-connected, through any cell) of a cell the robot knows free, walls beyond. How far past
-    what the robot has seen a planner needs to know the map (docs/results.md, section 8)."""
+    """A diagnostic guess that reads the true map: its cells ``within_steps`` ``distance`` of
+    what the robot knows free, walls beyond. How far past what the robot has seen a planner
+    needs to know the map (docs/results.md, section 8)."""
     def guess(world: GridExploreEnv) -> np.ndarray:
-        p = world.pad
-        near = world.belief[p:-p, p:-p] == FREE
-        for _ in range(distance):
-            grown = near.copy()
-            grown[1:] |= near[:-1]
-            grown[:-1] |= near[1:]
-            grown[:, 1:] |= near[:, :-1]
-            grown[:, :-1] |= near[:, 1:]
-            near = grown
-        return ~near | world.grid_map.occupied
+        return ~within_steps(world, distance) | world.grid_map.occupied
     return guess
 
 

@@ -19,6 +19,7 @@ The logits are read only where the belief is unknown; the rest is known.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -52,3 +53,9 @@ class MapPredictor(nn.Module):
         d2 = self.d2(torch.cat([F.interpolate(e3, size=e2.shape[-2:]), e2], dim=1))
         d1 = self.d1(torch.cat([F.interpolate(d2, size=e1.shape[-2:]), e1], dim=1))
         return self.out(d1)[:, 0]
+
+    @torch.no_grad()
+    def wall_probability(self, belief: np.ndarray) -> np.ndarray:
+        """[H, W] float32: the probability that each cell of one belief map ([H, W] codes) is a
+        wall (meaningful where the belief is unknown)."""
+        return torch.sigmoid(self(torch.from_numpy(np.ascontiguousarray(belief))[None]))[0].numpy()

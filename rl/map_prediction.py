@@ -17,8 +17,9 @@ asks whether a learned guess of those cells can stand in for the truth:
    wall where its probability exceeds ``threshold``) and ``planning_actor`` mixes the lookahead in
    the guessed world with a trained policy's preferences.
 
-The file written is ``{"format", "model", "width", "trained"}``, tensors, numbers and strings
-(``torch.load(weights_only=True)``), rewritten whole after every epoch; Ctrl-C keeps the last one.
+The file written is a ``predictor.files`` file (weights only), rewritten whole after every epoch;
+Ctrl-C keeps the last one. ``python -m rl.pretrained ... --planner FILE`` carries it inside an
+agent's pretrained file, so that ``evaluate.py --checkpoint`` plays the planner too.
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -37,18 +37,18 @@ from tqdm import tqdm
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import greedy
 from env.grid_explore import GridExploreEnv
-from env.lookahead import Guess, imagined_costs
+from env.lookahead import Guess, imagined_costs, within_steps
 from env.observation import ACTION_MASK
 from env.sensing import FREE, UNKNOWN
 from graph_batch import forward_each
 from policy import PolicyNet
 from predictor import MapPredictor
+from predictor.files import predictor_file
 from rl.atomic import atomic_write
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import Actor
 from rl.interrupt import StopOnSignal, signal_exit_code
 
-FORMAT = "graph-attention-exploration/map-predictor-v1"
 LOSS_REACH = 12
 """Cells within this many (a square's half-side) of a known free cell count in the loss; the
 ones further off are the prior's and dilute what is learned near the frontier."""
@@ -157,37 +157,22 @@ def judge(net: MapPredictor, beliefs: torch.Tensor, truths: torch.Tensor, batch:
             "all_walls_accuracy": walls / near}
 
 
-def predictor_file(net: MapPredictor, trained: dict[str, Any]) -> dict[str, Any]:
-    return {"format": FORMAT, "model": net.state_dict(), "width": net.width, "trained": trained}
-
-
-def load_predictor(path: Path) -> MapPredictor:
-    """The predictor a ``--out`` file holds (``torch.load(weights_only=True)``)."""
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no map predictor file at {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # not a torch file, or one holding more than tensors
-        raise ValueError(f"{path} does not load as a map predictor file: {error}") from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a map predictor file (format {FORMAT!r})")
-    net = MapPredictor(state["width"])
-    net.load_state_dict(state["model"])
-    return net.eval()
-
-
-def predicted_guess(net: MapPredictor, threshold: float = 0.5) -> Guess:
+def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | None = None) -> Guess:
     """The ``Guess`` of ``net``: a cell is a wall where its probability of one exceeds
-    ``threshold``. It reads the belief only."""
+    ``threshold`` and, with ``within``, wherever it lies further than ``within`` steps from a
+    cell the robot knows free (``env.lookahead.within_steps``). It reads the belief only."""
     if not 0 < threshold < 1:
         raise ValueError(f"threshold={threshold}: a probability strictly between 0 and 1")
+    if within is not None and within < 0:
+        raise ValueError(f"within={within}: a number of steps, 0 or more")
     logit = float(np.log(threshold / (1 - threshold)))
 
     def guess(world: GridExploreEnv) -> np.ndarray:
         p = world.pad
         with torch.no_grad():
             logits = net(torch.from_numpy(world.belief[None, p:-p, p:-p].copy()))[0]
-        return (logits > logit).numpy()
+        walls = (logits > logit).numpy()
+        return walls if within is None else walls | ~within_steps(world, within)
 
     return guess
 

@@ -1,6 +1,7 @@
 """Trained weights from any of three sources, and the small files that ship them.
 
     python -m rl.pretrained RUN_OR_CHECKPOINT OUT.pt [--env KEY=VALUE ...]   # write a pretrained file
+        [--planner PREDICTOR [--prior-weight 0.5]]
 
 A source of weights is a run folder (its newest checkpoint), one ``checkpoint_*.pt`` (its run's
 ``config.yaml`` beside it), or a pretrained file: ``{"format", "model", "config", "trained"}``,
@@ -9,6 +10,11 @@ It holds tensors, numbers and strings only, so ``torch.load(weights_only=True)``
 pickled code runs; it has no optimizer or RNG state, so it cannot be resumed, only evaluated,
 visualised, or trained further (``train.py --init-from``). ``--env`` changes the recorded env,
 e.g. ``map_dir=DungeonMaps/train`` in place of the folder on the machine that trained it.
+
+``--planner PREDICTOR`` adds a ``"planner"`` entry, ``{"predictor", "prior_weight"}``: a map
+predictor file (``predictor.files``) and the weight the planner gives the agent's log-probability
+(``rl.map_prediction.planning_actor``). ``evaluate.py --checkpoint`` then plays ``planner`` beside
+the agent. Rewriting a pretrained file keeps its planner unless ``--planner`` replaces it.
 """
 from __future__ import annotations
 
@@ -22,11 +28,18 @@ import torch
 
 from config import Config, ConfigError, apply_override, load_run_config, saved_config
 from env.config import GridExploreConfig
+from predictor import MapPredictor
+from predictor.files import predictor_from_state, read_predictor_file
 from rl.atomic import atomic_write
 from rl.checkpoint import CheckpointError, checkpoints, load_checkpoint
 
 FORMAT = "graph-attention-exploration/pretrained-v1"
 """The ``format`` entry of a pretrained file."""
+PLANNER = "planner"
+"""The optional entry carrying a map predictor and its planner's prior weight."""
+DEFAULT_PRIOR_WEIGHT = 0.5
+"""The planner's weight on the agent's log-probability, chosen on the first 100 validation floor
+plans (docs/results.md, section 8, v8)."""
 
 
 def read_weights(source: Path) -> tuple[Path, dict[str, Any], Config]:
@@ -58,30 +71,55 @@ def _loads(path: Path) -> bool:
         return False
 
 
-def weights_file(model: dict[str, torch.Tensor], config: Config, trained: dict[str, Any]) -> dict[str, Any]:
-    """A pretrained file's content: ``model``'s tensors (fp32 copies), the resolved ``config`` and
-    ``trained``, where the weights came from."""
-    return {"format": FORMAT, "model": {key: value.detach().clone().float() for key, value in model.items()},
-            "config": asdict(config), "trained": trained}
+def weights_file(model: dict[str, torch.Tensor], config: Config, trained: dict[str, Any],
+                 planner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pretrained file's content: ``model``'s tensors (fp32 copies), the resolved ``config``,
+    ``trained``, where the weights came from, and ``planner`` when given (``planner_entry``)."""
+    content = {"format": FORMAT, "model": {key: value.detach().clone().float() for key, value in model.items()},
+               "config": asdict(config), "trained": trained}
+    return content if planner is None else {**content, PLANNER: planner}
 
 
-def pretrained_state(source: Path, env_overrides: tuple[str, ...] = ()) -> dict[str, Any]:
+def planner_entry(predictor: Path, prior_weight: float = DEFAULT_PRIOR_WEIGHT) -> dict[str, Any]:
+    """The ``"planner"`` entry for the map predictor file at ``predictor``, checked
+    (``FileNotFoundError``, ``ValueError``) before anything is written."""
+    if not prior_weight >= 0:
+        raise ValueError(f"prior weight {prior_weight}: a weight must be 0 or more")
+    return {"predictor": read_predictor_file(predictor), "prior_weight": float(prior_weight)}
+
+
+def read_planner(source: Path) -> tuple[MapPredictor, float] | None:
+    """The map predictor and prior weight the weights at ``source`` carry, or None (a run folder,
+    a checkpoint, or a pretrained file written without ``--planner``)."""
+    path, state, _ = read_weights(source)
+    entry = state.get(PLANNER) if state.get("format") == FORMAT else None
+    if entry is None:
+        return None
+    return predictor_from_state(entry["predictor"], f"{path}'s planner"), float(entry["prior_weight"])
+
+
+def pretrained_state(source: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
+                     ) -> dict[str, Any]:
     """The pretrained file's content for the weights at ``source``, its env changed by
-    ``env_overrides`` (``KEY=VALUE``, not checked against this machine's files)."""
+    ``env_overrides`` (``KEY=VALUE``, not checked against this machine's files), carrying
+    ``planner`` (``planner_entry``) or else the planner ``source`` already carries."""
     path, state, config = read_weights(source)
     kwargs = dict(config.env.kwargs)
     for override in env_overrides:
         apply_override(kwargs, override)
     GridExploreConfig.from_kwargs(**kwargs)  # a key or value the env refuses: ValueError, before writing
     config = replace(config, env=replace(config.env, kwargs=kwargs))
-    trained = state["trained"] if state.get("format") == FORMAT else {  # a checkpoint: where it stands
+    pretrained = state.get("format") == FORMAT
+    trained = state["trained"] if pretrained else {  # a checkpoint: where it stands
         "from": path.name, "update": int(state["update"]), "global_step": int(state["global_step"])}
-    return weights_file(state["model"], config, trained)
+    return weights_file(state["model"], config, trained, planner if planner is not None or not pretrained
+                        else state.get(PLANNER))
 
 
-def export(source: Path, out: Path, env_overrides: tuple[str, ...] = ()) -> int:
+def export(source: Path, out: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
+           ) -> int:
     """Write the pretrained file of ``source`` to ``out`` atomically; returns its size in bytes."""
-    state = pretrained_state(source, env_overrides)
+    state = pretrained_state(source, env_overrides, planner)
     atomic_write(out, lambda f: torch.save(state, f))
     return out.stat().st_size
 
@@ -92,13 +130,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the file to write, e.g. pretrained/default.pt")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="change the recorded env setting, e.g. map_dir=DungeonMaps/train (repeatable)")
+    parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
+                        help="carry this map predictor (python -m rl.map_prediction's file) for evaluate.py's planner")
+    parser.add_argument("--prior-weight", type=float, help=f"the planner's weight on the agent's log-probability "
+                                                           f"(default: {DEFAULT_PRIOR_WEIGHT}; needs --planner)")
     args = parser.parse_args(argv)
+    if args.prior_weight is not None and args.planner is None:
+        parser.error("--prior-weight needs --planner (the predictor it plans with)")
     try:
-        size = export(args.source, args.out, tuple(args.env))
+        planner = None if args.planner is None else planner_entry(
+            args.planner, DEFAULT_PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight)
+        size = export(args.source, args.out, tuple(args.env), planner)
     except (FileNotFoundError, CheckpointError, ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"wrote {args.out} ({size / 1e6:.2f} MB)")
+    print(f"wrote {args.out} ({size / 1e6:.2f} MB)" + ("" if planner is None else ", with its planner"))
     return 0
 
 

@@ -2,6 +2,7 @@
 runs are in tests/rl/test_train.py)."""
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +13,9 @@ import evaluate
 import visualize
 from evaluate import format_table
 from predictor import MapPredictor
+from predictor.files import predictor_file
 from rl.evaluation import EpisodeResult, summarise, travel_ratio
-from rl.map_prediction import predictor_file
+from rl.pretrained import export, planner_entry
 from rl.trainer import Trainer
 from tests.helpers import SMOKE, smoke_config
 from tests.map_folders import MAP_ORDER, write_maps
@@ -50,7 +52,9 @@ def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys,
         (evaluate.main, ["--policy", "greedy", "--gif", str(tmp_path / "a_file" / "x.gif")], "--gif: cannot write"),
         (evaluate.main, ["--policy", "greedy", "--seed", "-1"], "--seed must be >= 0, got -1"),
         (evaluate.main, ["--planner", str(tmp_path / "p.pt")], "--planner needs --checkpoint"),
-        (evaluate.main, ["--policy", "planner", "--checkpoint", "pretrained/default.pt"], "needs --planner"),
+        (evaluate.main, ["--policy", "planner", "--checkpoint", "pretrained/default.pt"],
+         "carries no map predictor; name one with --planner"),
+        (evaluate.main, ["--policy", "planner"], "--policy planner needs --checkpoint"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"), "--workers",
                          "2"], "leave --workers at 1"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),
@@ -126,3 +130,34 @@ def test_the_planner_plays_beside_the_agent_and_is_the_agent_at_a_large_prior_we
     evaluate.main([*common, "--prior-weight", "1000", "--policy", "planner", "--json", str(tmp_path / "p.json")])
     planner = json.loads((tmp_path / "p.json").read_text())["per_episode"]["planner"]
     assert [r["travel_distance"] for r in planner] == [r["travel_distance"] for r in report["per_episode"]["agent"]]
+
+
+def test_a_checkpoint_carrying_a_planner_plays_it_with_its_weight_unless_told_otherwise(tmp_path, capsys, monkeypatch):
+    predictor = tmp_path / "predictor.pt"
+    torch.save(predictor_file(MapPredictor(width=4), {}), predictor)
+    agent = tmp_path / "agent.pt"
+    export(Path("pretrained/default.pt"), agent, planner=planner_entry(predictor, prior_weight=1000))
+    common = ["--checkpoint", str(agent), "--episodes", "2", "--env", "map_size=16"]
+    assert evaluate.main([*common, "--json", str(tmp_path / "r.json")]) == 0
+    assert "| planner |" in capsys.readouterr().out
+    per_episode = json.loads((tmp_path / "r.json").read_text())["per_episode"]
+    travel = {name: [r["travel_distance"] for r in per_episode[name]] for name in ("agent", "planner")}
+    assert travel["planner"] == travel["agent"]  # the carried weight, 1000: the agent's own moves
+    evaluate.main([*common, "--policy", "planner", "--prior-weight", "0", "--json", str(tmp_path / "w0.json")])
+    lookahead = json.loads((tmp_path / "w0.json").read_text())["per_episode"]["planner"]
+    assert [r["travel_distance"] for r in lookahead] != travel["agent"]  # --prior-weight 0: the lookahead alone
+
+    played = {}
+
+    def in_parallel(actors, policy, env_config, args):
+        played["names"] = list(actors)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(evaluate, "evaluate_in_parallel", in_parallel)
+    with pytest.raises(SystemExit):
+        evaluate.main([*common, "--workers", "2"])
+    assert "planner" not in played["names"] and "agent" in played["names"]
+    assert "carries a planner, which plays in this process: --workers 2 leaves it out" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        evaluate.main([*common, "--workers", "2", "--policy", "planner"])
+    assert "--policy planner plays in this process" in capsys.readouterr().err

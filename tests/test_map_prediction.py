@@ -10,13 +10,15 @@ import torch
 import env  # noqa: F401  (registers the envs)
 from config import load_config
 from env.baselines import greedy
-from env.lookahead import guessed_lookahead
+from env.lookahead import guessed_lookahead, within_steps
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from predictor import MapPredictor
 from predictor.network import BELIEF_CODES
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.map_prediction import collect_pairs, fit, load_predictor, main, planning_actor, predicted_guess, predictor_file
+from predictor.files import load_predictor, predictor_file
+from rl.map_prediction import collect_pairs, fit, main, planning_actor, predicted_guess
+from rl.pretrained import export, planner_entry
 from rl.seeding import eval_episode_seed
 from tests.helpers import SMOKE
 from tests.map_folders import write_maps
@@ -26,6 +28,14 @@ MAPS = {f"{i}.png": (20, 22) for i in range(12)}
 
 def test_the_predictor_reads_the_envs_belief_codes():
     assert (UNKNOWN, FREE, OCCUPIED) == tuple(range(BELIEF_CODES))
+
+
+def test_wall_probability_is_the_sigmoid_of_the_logits():
+    net = MapPredictor(width=4).eval()
+    belief = np.random.default_rng(0).integers(0, BELIEF_CODES, (9, 11)).astype(np.int8)
+    expected = torch.sigmoid(net(torch.from_numpy(belief)[None]))[0].detach().numpy()
+    np.testing.assert_allclose(net.wall_probability(belief), expected)
+    assert net.wall_probability(belief).shape == (9, 11)
 
 
 @pytest.mark.parametrize("shape", [(60, 80), (21, 33), (4, 5)])
@@ -83,8 +93,12 @@ def test_a_predictor_file_loads_weights_only_and_guesses_from_the_belief_alone(t
     assert guess.shape == (20, 22) and np.array_equal(guess, expected)
     world.grid_map = replace(world.grid_map, occupied=~world.grid_map.occupied)  # the truth is never read
     assert np.array_equal(predicted_guess(loaded)(world), guess)
+    near = within_steps(world, 2)
+    assert np.array_equal(predicted_guess(loaded, within=2)(world), guess | ~near) and not near.all()
     with pytest.raises(ValueError, match="threshold=1"):
         predicted_guess(loaded, 1.0)
+    with pytest.raises(ValueError, match="within=-1"):
+        predicted_guess(loaded, within=-1)
 
 
 def test_the_planner_is_the_lookahead_at_weight_zero_and_the_policy_at_a_large_weight(tmp_path):
@@ -135,3 +149,21 @@ def test_the_bench_plays_the_lookahead_and_the_planner(tmp_path, monkeypatch, ca
     report = json.loads((tmp_path / "x.json").read_text())
     episode_2, _ = run_episode(make_env(load_config(SMOKE).env), greedy, eval_episode_seed(0, 2))
     assert [r["travel_distance"] for r in report["per_episode"]["greedy"]] == [episode_2.travel_distance]
+
+
+def test_the_bench_takes_the_predictor_the_checkpoint_carries(tmp_path, monkeypatch, capsys):
+    from bench import predicted_lookahead
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    export(Path("pretrained/default.pt"), tmp_path / "agent.pt", planner=planner_entry(tmp_path / "predictor.pt"))
+    argv = ["predicted_lookahead", "--episodes", "1", "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", str(tmp_path / "agent.pt")])
+    predicted_lookahead.main()
+    carried = json.loads((tmp_path / "x.json").read_text())["per_episode"]["predicted_lookahead"]
+    monkeypatch.setattr("sys.argv", [*argv, "--predictor", str(tmp_path / "predictor.pt")])
+    predicted_lookahead.main()
+    named = json.loads((tmp_path / "x.json").read_text())["per_episode"]["predicted_lookahead"]
+    assert carried == named
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt"])
+    with pytest.raises(SystemExit):
+        predicted_lookahead.main()
+    assert "name a --predictor, or a --checkpoint that carries one" in capsys.readouterr().err

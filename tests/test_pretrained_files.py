@@ -8,8 +8,9 @@ from PIL import Image
 
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.map_prediction import FORMAT as PREDICTOR_FORMAT
-from rl.map_prediction import load_predictor, planning_actor, predicted_guess
+from predictor.files import FORMAT as PREDICTOR_FORMAT
+from predictor.files import load_predictor
+from rl.map_prediction import planning_actor, predicted_guess
 from rl.pretrained import FORMAT
 from tests.helpers import ROOT
 

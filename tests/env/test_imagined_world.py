@@ -8,7 +8,7 @@ import pytest
 import env  # noqa: F401  (registers the envs)
 from env.baselines import greedy
 from env.lattice import build_lattice, n_steps_for
-from env.lookahead import guessed_lookahead, imagined_costs, lookahead_costs, revealed_within
+from env.lookahead import guessed_lookahead, imagined_costs, lookahead_costs, revealed_within, within_steps
 from env.observation import ACTION_MASK
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from rl.evaluation import run_episode
@@ -96,3 +96,15 @@ def test_a_lookahead_in_a_guessed_world_explores_the_real_one_whole(distance):
     if distance == 100:  # the whole true map: the oracle's moves, so no longer than greedy
         base, _ = run_episode(maps, greedy, 3)
         assert result.travel_distance <= base.travel_distance
+
+
+def test_within_steps_counts_4_connected_steps_from_a_known_free_cell():
+    world, _ = next(greedy_states(0))
+    p = world.pad
+    world.belief[p:-p, p:-p] = UNKNOWN
+    world.belief[p + 5, p + 7] = FREE  # one known free cell: the cells within are a diamond about it
+    rows, cols = np.indices((world.height, world.width))
+    for distance in (0, 1, 3):
+        assert np.array_equal(within_steps(world, distance), abs(rows - 5) + abs(cols - 7) <= distance)
+    truth = world.grid_map.occupied
+    assert np.array_equal(revealed_within(2)(world), ~(abs(rows - 5) + abs(cols - 7) <= 2) | truth)

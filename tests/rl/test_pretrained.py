@@ -9,7 +9,10 @@ from graph_batch import collate
 from rl.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from rl.envs import make_env, with_env_overrides
-from rl.pretrained import FORMAT, export, main as export_main
+from predictor import MapPredictor
+from predictor.files import predictor_file
+from predictor.network import BELIEF_CODES
+from rl.pretrained import FORMAT, export, main as export_main, read_planner
 from rl.trainer import Trainer, with_input_columns
 from tests.helpers import SMOKE, smoke_config
 
@@ -126,3 +129,42 @@ def test_a_pretrained_file_plays_on_other_maps_through_env_overrides(smoke_run, 
     env = make_env(with_env_overrides(config.env, ["map_size=24"]))
     result, _ = run_episode(env, argmax_actor(policy), seed=3)
     assert result.steps > 0
+
+
+def test_a_pretrained_file_carries_a_map_predictor_and_keeps_it_when_rewritten(smoke_run, tmp_path, capsys):
+    net = MapPredictor(width=4)
+    predictor = tmp_path / "predictor.pt"
+    torch.save(predictor_file(net, {"maps": 1}), predictor)
+    out = tmp_path / "agent.pt"
+    assert export_main([str(smoke_run), str(out), "--planner", str(predictor), "--prior-weight", "2"]) == 0
+    assert "with its planner" in capsys.readouterr().out
+    state = torch.load(out, weights_only=True)
+    assert sorted(state) == ["config", "format", "model", "planner", "trained"]
+    carried, weight = read_planner(out)
+    belief = torch.randint(0, BELIEF_CODES, (1, 9, 11), dtype=torch.int8)
+    assert weight == 2.0 and torch.equal(carried(belief), net.eval()(belief))
+    assert read_planner(smoke_run) is None and read_planner(export_with_no_planner(smoke_run, tmp_path)) is None
+    again = tmp_path / "again.pt"
+    export(out, again, ("map_size=20",))  # rewritten: the planner stays
+    assert read_planner(again)[1] == 2.0
+    assert torch.equal(read_planner(again)[0](belief), net(belief))
+
+
+def export_with_no_planner(run, tmp_path):
+    export(run, tmp_path / "plain.pt")
+    return tmp_path / "plain.pt"
+
+
+def test_a_bad_planner_writes_nothing(smoke_run, tmp_path, capsys):
+    out = tmp_path / "agent.pt"
+    (tmp_path / "not_a_predictor.pt").write_text("x")
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "p.pt")
+    cases = [(["--planner", str(tmp_path / "missing.pt")], "no map predictor file at"),
+             (["--planner", str(tmp_path / "not_a_predictor.pt")], "does not load as a map predictor file"),
+             (["--planner", str(tmp_path / "p.pt"), "--prior-weight", "-1"], "prior weight -1.0: a weight must be 0 or more")]
+    for argv, message in cases:
+        assert export_main([str(smoke_run), str(out), *argv]) == 2
+        assert message in capsys.readouterr().err and not out.exists()
+    with pytest.raises(SystemExit):
+        export_main([str(smoke_run), str(out), "--prior-weight", "1"])
+    assert "--prior-weight needs --planner" in capsys.readouterr().err and not out.exists()

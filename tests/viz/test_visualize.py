@@ -2,10 +2,14 @@
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 import visualize
+from predictor import MapPredictor
+from predictor.files import predictor_file
 from rl.evaluation import load_policy
+from rl.pretrained import export, planner_entry
 
 
 def test_writes_the_gif_and_two_pictures_per_encoder_layer(smoke_run, tmp_path):
@@ -17,6 +21,20 @@ def test_writes_the_gif_and_two_pictures_per_encoder_layer(smoke_run, tmp_path):
     assert names == sorted(expected)
     gif = Image.open(tmp_path / "pointer.gif")
     assert gif.n_frames > 1
+
+
+def test_draws_the_guess_of_the_map_predictor_the_checkpoint_carries_or_names(smoke_run, tmp_path, capsys):
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    export(smoke_run, tmp_path / "agent.pt", planner=planner_entry(tmp_path / "predictor.pt"))
+    assert visualize.main(["--checkpoint", str(tmp_path / "agent.pt"), "--out", str(tmp_path / "a"), "--at", "1"]) == 0
+    assert "wrote " + str(tmp_path / "a") + "/map_guess.png" in capsys.readouterr().out
+    assert Image.open(tmp_path / "a" / "map_guess.png").size[0] > 0
+    assert visualize.main(["--checkpoint", str(smoke_run), "--planner", str(tmp_path / "predictor.pt"),
+                           "--out", str(tmp_path / "b"), "--at", "1"]) == 0
+    assert (tmp_path / "b" / "map_guess.png").is_file()
+    with pytest.raises(SystemExit):
+        visualize.main(["--checkpoint", str(smoke_run), "--planner", str(tmp_path / "none.pt"), "--out", str(tmp_path / "c")])
+    assert "--planner: no map predictor file at" in capsys.readouterr().err and not (tmp_path / "c").exists()
 
 
 def test_recorded_attention_has_every_head_and_layer_and_rows_sum_to_one(smoke_run):
@@ -31,7 +49,11 @@ def test_recorded_attention_has_every_head_and_layer_and_rows_sum_to_one(smoke_r
             np.testing.assert_allclose(weights[:, :n_real].sum(-1), 1.0, rtol=1e-5)
             assert not weights[:, n_real:].any()  # padding rows are all zero
         np.testing.assert_allclose(step["probs"].sum(), 1.0, rtol=1e-5)
+        p = env.unwrapped.pad
+        assert step["belief"].shape == (env.unwrapped.belief.shape[0] - 2 * p, env.unwrapped.belief.shape[1] - 2 * p)
         assert step["probs"][step["obs"]["action_mask"] == 0].max(initial=0) == 0
+    path = env.unwrapped.path  # every cell travelled: the robot stood on one of them at each decision
+    assert steps[0]["cell"] == path[0] and all(step["cell"] in path for step in steps)
 
 
 def test_bad_step_is_a_clear_error(smoke_run, tmp_path, capsys):
