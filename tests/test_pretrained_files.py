@@ -9,9 +9,8 @@ from PIL import Image
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from predictor.files import FORMAT as PREDICTOR_FORMAT
-from predictor.files import load_predictor
 from rl.map_prediction import planning_actor, predicted_guess
-from rl.pretrained import FORMAT
+from rl.pretrained import FORMAT, read_planner
 from tests.helpers import ROOT
 
 SHIPPED = ["default.pt", "dungeon.pt"]
@@ -35,7 +34,8 @@ def test_both_agents_are_shipped_small_and_load_without_pickled_code():
         path = ROOT / "pretrained" / name
         assert path.stat().st_size < MAX_BYTES, name
         state = torch.load(path, weights_only=True)
-        assert state["format"] == FORMAT and sorted(state) == ["config", "format", "model", "trained"]
+        carried = ["planner"] if name == "dungeon.pt" else []  # the floor-plan agent carries its map predictor
+        assert state["format"] == FORMAT and sorted(state) == sorted(["config", "format", "model", "trained", *carried])
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -50,14 +50,13 @@ def test_a_shipped_agent_plays_a_map(name, tmp_path):
     assert result.success and result.coverage >= 0.99
 
 
-def test_the_shipped_map_predictor_is_small_loads_weights_only_and_plans_a_floor_plan(tmp_path):
-    path = ROOT / "pretrained" / "dungeon_map_predictor.pt"
-    assert path.stat().st_size < 1_000_000
-    state = torch.load(path, weights_only=True)
-    assert state["format"] == PREDICTOR_FORMAT and sorted(state) == ["format", "model", "trained", "width"]
+def test_the_floor_plan_agent_carries_its_map_predictor_and_plans_a_floor_plan(tmp_path):
+    state = torch.load(ROOT / "pretrained" / "dungeon.pt", weights_only=True)["planner"]
+    assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.5
+    predictor, prior_weight = read_planner(ROOT / "pretrained" / "dungeon.pt")
     policy, config = load_policy(ROOT / "pretrained" / "dungeon.pt")
     floor_plan(tmp_path / "plan.png")
     env = make_env(with_env_overrides(config.env, [f"map_dir={tmp_path}", "map_split=all"]))
-    planner = planning_actor(policy, predicted_guess(load_predictor(path)), prior_weight=0.5)
+    planner = planning_actor(policy, predicted_guess(predictor), prior_weight)
     result, _ = run_episode(env, planner, seed=1, options={"map_index": 0})
     assert result.success and result.coverage >= 0.99
