@@ -1,4 +1,4 @@
-"""The map predictor's file: ``{"format", "model", "width", "trained"}``, tensors, numbers and
+"""The map predictor's file: ``{"format", "model", "width", "depth", "trained"}``, tensors, numbers and
 strings only, so ``torch.load(weights_only=True)`` reads it and no pickled code runs.
 
 ``python -m rl.map_prediction`` writes one; ``python -m rl.pretrained ... --planner FILE`` carries
@@ -18,8 +18,9 @@ FORMAT = "graph-attention-exploration/map-predictor-v1"
 
 
 def predictor_file(net: MapPredictor, trained: dict[str, Any]) -> dict[str, Any]:
-    """A predictor file's content: ``net``'s weights, its width and ``trained``, where it came from."""
-    return {"format": FORMAT, "model": net.state_dict(), "width": net.width, "trained": trained}
+    """A predictor file's content: ``net``'s weights, its width and depth, and ``trained``, where
+    it came from."""
+    return {"format": FORMAT, "model": net.state_dict(), "width": net.width, "depth": net.depth, "trained": trained}
 
 
 def predictor_from_state(state: Any, where: str) -> MapPredictor:
@@ -27,11 +28,13 @@ def predictor_from_state(state: Any, where: str) -> MapPredictor:
     ``where`` when it is not one."""
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise ValueError(f"{where} is not a map predictor file (format {FORMAT!r})")
-    net = MapPredictor(state["width"])
+    width, depth = state["width"], state.get("depth", 3)  # files written before depth was a choice: 3
+    net = MapPredictor(width, depth)
     try:
         net.load_state_dict(state["model"])
-    except RuntimeError as error:  # a file whose weights do not fit its width
-        raise ValueError(f"{where}: the weights do not fit a map predictor of width {state['width']}: {error}") from None
+    except RuntimeError as error:  # a file whose weights do not fit its shape
+        raise ValueError(f"{where}: the weights do not fit a map predictor of width {width} and depth {depth}: "
+                         f"{error}") from None
     return net.eval()
 
 

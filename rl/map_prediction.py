@@ -1,7 +1,7 @@
 """Train the map predictor on floor plans, and plan with its guess.
 
     python -m rl.map_prediction --config configs/dungeon.yaml --out runs/map_predictor.pt
-        [--maps 3000] [--epochs 6] [--width 16] [--learning-rate 1e-3] [KEY=VALUE ...]
+        [--maps 3000] [--epochs 6] [--width 16] [--depth 3] [--flip] [--learning-rate 1e-3] [KEY=VALUE ...]
 
 docs/results.md (section 8) found that a lookahead which knows the true map a few cells past what
 the robot has seen travels much less than greedy (``bench.headroom --reveal D``). This module
@@ -12,7 +12,8 @@ asks whether a learned guess of those cells can stand in for the truth:
 2. **fit**: ``predictor.MapPredictor`` learns, by Adam on the binary cross-entropy, which unknown
    cells within ``LOSS_REACH`` cells (a square) of a known free cell are walls; every tenth map's
    states are held out, and each epoch reports their loss and the accuracy within
-   ``ACCURACY_REACH`` cells, beside the all-walls guess's;
+   ``ACCURACY_REACH`` cells, beside the all-walls guess's; with ``--flip`` each minibatch is
+   mirrored at random (rows, columns, both or neither), beliefs and truths alike;
 3. **plan**: ``predicted_guess`` turns the predictor into an ``env.lookahead.Guess`` (a cell is a
    wall where its probability exceeds ``threshold``) and ``planning_actor`` mixes the lookahead in
    the guessed world with a trained policy's preferences.
@@ -101,10 +102,19 @@ def _scored(belief: torch.Tensor, reach: int) -> torch.Tensor:
     return (belief == UNKNOWN) & _near(belief, FREE, reach)
 
 
+def mirrored(belief: torch.Tensor, truth: torch.Tensor, generator: torch.Generator
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A minibatch ([B, H, W] each) mirrored alike: its rows reversed with probability 1/2, its
+    columns too. A floor plan mirrored is as much a floor plan."""
+    dims = [dim for dim in (1, 2) if torch.rand(1, generator=generator).item() < 0.5]
+    return belief.flip(dims), truth.flip(dims)
+
+
 def fit(net: MapPredictor, pairs: Pairs, epochs: int, learning_rate: float, save, stop=None,
-        batch: int = 64, progress: bool = True) -> list[dict[str, float]]:
+        batch: int = 64, progress: bool = True, flip: bool = False) -> list[dict[str, float]]:
     """Adam on the cross-entropy of the scored cells; ``save(net, history)`` after each epoch.
-    Every tenth map's pairs are held out. Returns the per-epoch history."""
+    Every tenth map's pairs are held out. With ``flip``, each minibatch is mirrored at random.
+    Returns the per-epoch history."""
     beliefs, truths = torch.from_numpy(pairs.beliefs), torch.from_numpy(pairs.truths)
     which = torch.from_numpy(pairs.which)
     held = which % 10 == 0
@@ -120,8 +130,11 @@ def fit(net: MapPredictor, pairs: Pairs, epochs: int, learning_rate: float, save
         losses = []
         for start in tqdm(range(0, len(order), batch), desc=f"epoch {epoch}", disable=not progress, leave=False):
             rows = order[start : start + batch]
-            scored = _scored(beliefs[rows], LOSS_REACH)
-            loss = F.binary_cross_entropy_with_logits(net(beliefs[rows])[scored], truths[which[rows]][scored].float())
+            belief, truth = beliefs[rows], truths[which[rows]]
+            if flip:
+                belief, truth = mirrored(belief, truth, generator)
+            scored = _scored(belief, LOSS_REACH)
+            loss = F.binary_cross_entropy_with_logits(net(belief)[scored], truth[scored].float())
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -205,13 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--maps", type=int, default=3000, help="training maps greedy plays for pairs")
     parser.add_argument("--epochs", type=int, default=6)
     parser.add_argument("--width", type=int, default=16, help="channels of the U-Net's first level")
+    parser.add_argument("--depth", type=int, default=3, help="levels of the U-Net (at least 2)")
+    parser.add_argument("--flip", action="store_true", help="mirror each minibatch at random")
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("overrides", nargs="*", help="dotted key=value overrides, e.g. env.kwargs.map_dir=PATH")
     args = parser.parse_intermixed_args(argv)
-    for name in ("maps", "epochs", "width"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    for name, low in (("maps", 1), ("epochs", 1), ("width", 1), ("depth", 2)):
+        if getattr(args, name) < low:
+            parser.error(f"--{name} must be at least {low}, got {getattr(args, name)}")
     if not args.learning_rate > 0:
         parser.error(f"--learning-rate must be > 0, got {args.learning_rate}")
     try:
@@ -222,15 +237,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.out.exists():
             raise FileExistsError(f"{args.out} exists: choose another --out")
         torch.manual_seed(args.seed)
-        net = MapPredictor(args.width)
+        net = MapPredictor(args.width, args.depth)
         with StopOnSignal("stopping; the file keeps the last finished epoch") as stop:
             pairs = collect_pairs(env_config, args.maps, args.seed)
-            trained = {"maps": args.maps, "pairs": len(pairs.beliefs), "map_dir": str(config.env.kwargs["map_dir"])}
+            trained = {"maps": args.maps, "pairs": len(pairs.beliefs), "map_dir": str(config.env.kwargs["map_dir"]),
+                       "flip": args.flip}
 
             def save(model: MapPredictor, history: list) -> None:
                 atomic_write(args.out, lambda f: torch.save(predictor_file(model, {**trained, "history": history}), f))
 
-            history = fit(net, pairs, args.epochs, args.learning_rate, save, stop)
+            history = fit(net, pairs, args.epochs, args.learning_rate, save, stop, flip=args.flip)
     except (ConfigError, FileExistsError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

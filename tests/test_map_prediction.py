@@ -17,7 +17,7 @@ from predictor.network import BELIEF_CODES
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from predictor.files import load_predictor, predictor_file
-from rl.map_prediction import collect_pairs, fit, main, planning_actor, predicted_guess
+from rl.map_prediction import collect_pairs, fit, main, mirrored, planning_actor, predicted_guess
 from rl.pretrained import export, planner_entry
 from rl.seeding import eval_episode_seed
 from tests.helpers import SMOKE
@@ -42,6 +42,27 @@ def test_wall_probability_is_the_sigmoid_of_the_logits():
 def test_the_predictor_keeps_any_map_shape(shape):
     belief = torch.randint(0, BELIEF_CODES, (2, *shape), dtype=torch.int8)
     assert MapPredictor(width=4)(belief).shape == (2, *shape)
+    if min(shape) >= 8:
+        assert MapPredictor(width=4, depth=4)(belief).shape == (2, *shape)
+    else:
+        with pytest.raises(ValueError, match="a predictor of depth 4 halves it 3 times, so it needs at least 8"):
+            MapPredictor(width=4, depth=4)(belief)
+
+
+@pytest.mark.parametrize("depth, sees_far", [(3, False), (4, True)])
+def test_a_fourth_level_sees_twice_as_far(depth, sees_far):
+    """A cell changed in the corner of an 80 x 60 belief moves the logit 45 cells off (each way)
+    only when a fourth level carries it: depth 3 reaches about 30 cells, depth 4 about 60."""
+    torch.manual_seed(0)
+    net = MapPredictor(width=16, depth=depth).eval()
+    belief = torch.randint(0, BELIEF_CODES, (1, 60, 80), generator=torch.Generator().manual_seed(1)).to(torch.int8)
+    changed = belief.clone()
+    changed[0, 0, 0] = (belief[0, 0, 0] + 1) % BELIEF_CODES
+    with torch.no_grad():
+        moved = (net(changed) - net(belief))[0].abs() > 0
+    assert moved[45, 45].item() == sees_far and moved[20, 20].item()
+    with pytest.raises(ValueError, match="depth=1"):
+        MapPredictor(width=4, depth=1)
 
 
 def folder_config(tmp_path: Path):
@@ -73,6 +94,18 @@ def test_fitting_learns_the_rooms_and_beats_the_all_walls_guess(tmp_path):
     assert history[-1]["held_out_accuracy"] > history[-1]["all_walls_accuracy"] + 0.5
 
 
+def test_a_mirrored_minibatch_flips_beliefs_and_truths_alike_every_way():
+    belief = torch.arange(2 * 3 * 4).reshape(2, 3, 4)
+    truth = belief % 3 == 0
+    generator, seen = torch.Generator().manual_seed(0), set()
+    for _ in range(40):
+        b, t = mirrored(belief, truth, generator)
+        dims = next(d for d in ([], [1], [2], [1, 2]) if torch.equal(b, belief.flip(d)))
+        assert torch.equal(t, truth.flip(dims))
+        seen.add(tuple(dims))
+    assert seen == {(), (1,), (2,), (1, 2)}
+
+
 def test_a_predictor_file_loads_weights_only_and_guesses_from_the_belief_alone(tmp_path):
     net = MapPredictor(width=4)
     path = tmp_path / "predictor.pt"
@@ -83,6 +116,16 @@ def test_a_predictor_file_loads_weights_only_and_guesses_from_the_belief_alone(t
     torch.save({"model": net.state_dict()}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a map predictor file"):
         load_predictor(tmp_path / "other.pt")
+    deep = MapPredictor(width=4, depth=4)
+    torch.save(predictor_file(deep, {}), tmp_path / "deep.pt")
+    assert load_predictor(tmp_path / "deep.pt").depth == 4
+    assert torch.equal(load_predictor(tmp_path / "deep.pt")(belief), deep.eval()(belief))
+    older = {key: value for key, value in predictor_file(net, {}).items() if key != "depth"}  # before depth
+    torch.save(older, tmp_path / "older.pt")
+    assert torch.equal(load_predictor(tmp_path / "older.pt")(belief), net(belief))
+    torch.save({**predictor_file(net, {}), "depth": 4}, tmp_path / "misfit.pt")
+    with pytest.raises(ValueError, match="do not fit a map predictor of width 4 and depth 4"):
+        load_predictor(tmp_path / "misfit.pt")
 
     world = make_env(folder_config(tmp_path)).unwrapped
     world.reset(seed=0, options={"map_index": 1})
