@@ -23,8 +23,8 @@ A pretrained file written with a map predictor (``python -m rl.pretrained ... --
 lookahead's cost in the world the predictor guesses against a weight times its own
 log-probability (``rl.map_prediction.planning_actor``; docs/results.md section 8, v8).
 ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that predictor
-instead, and ``--prior-weight W`` with that weight (default: the file's, else 0.5). It plays in
-this process: with ``--workers`` above 1 a carried planner is left out (and ``--planner`` refused).
+instead, and ``--prior-weight W`` with that weight (default: the file's, else 0.5). A planner's
+episode costs about ten of the agent's; ``--workers`` splits it across Ray tasks as the rest.
 """
 from __future__ import annotations
 
@@ -39,13 +39,12 @@ from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
+from predictor import MapPredictor
 from predictor.files import load_predictor
-from rl.map_prediction import planning_actor, predicted_guess
+from rl.map_prediction import PLANNER, planning_actor, predicted_guess
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, read_planner
 from stats import format_mean_ci
 
-PLANNER = "planner"
-"""The agent planning in a map predictor's guess (``--planner``)."""
 COLUMNS = {  # summary key -> (header, decimals)
     "success_rate": ("success rate", 3),
     "coverage": ("coverage at end", 3),
@@ -79,11 +78,10 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def planner_actor(args: argparse.Namespace, policy, parser: argparse.ArgumentParser):
-    """The planner to play, or None: ``policy`` planning with ``--planner``'s map predictor, else
-    the one ``--checkpoint`` carries, weighing its log-probability by ``--prior-weight``, else the
-    carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``). A carried planner is left out,
-    saying so, when ``--workers`` is above 1."""
+def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[MapPredictor, float] | None:
+    """The map predictor and prior weight ``planner`` plays with: ``--planner``'s file, else the
+    one ``--checkpoint`` carries (None when neither), weighing the agent's log-probability by
+    ``--prior-weight``, else the carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``)."""
     try:
         planner = (read_planner(args.checkpoint) if args.planner is None
                    else (load_predictor(args.planner), DEFAULT_PRIOR_WEIGHT))
@@ -93,25 +91,18 @@ def planner_actor(args: argparse.Namespace, policy, parser: argparse.ArgumentPar
         if args.policy == PLANNER:
             parser.error(f"--policy planner: {args.checkpoint} carries no map predictor; name one with --planner")
         return None
-    if args.workers > 1:
-        if args.policy == PLANNER:
-            parser.error("--policy planner plays in this process: leave --workers at 1")
-        if args.policy == "all":
-            print(f"{args.checkpoint} carries a planner, which plays in this process: --workers {args.workers} "
-                  f"leaves it out", file=sys.stderr)
-        return None
     predictor, weight = planner
-    return planning_actor(policy, predicted_guess(predictor), weight if args.prior_weight is None else args.prior_weight)
+    return predictor, weight if args.prior_weight is None else args.prior_weight
 
 
-def evaluate_in_parallel(actors: dict, policy, env_config: EnvConfig, args: argparse.Namespace) -> dict:
+def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace) -> dict:
     """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here (one episode)."""
     from rl.cluster.connect import ray_session  # Ray is imported only when asked for
     from rl.cluster.evaluation import evaluate_on_ray
     names = list(actors)
     with ray_session(args.address):
-        results = evaluate_on_ray(names, policy if AGENT in names else None, env_config, args.episodes,
-                                  args.seed, args.workers)
+        results = evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, args.episodes,
+                                  args.seed, args.workers, planner if PLANNER in names else None)
     if args.gif is not None:
         evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False)
     return results
@@ -140,8 +131,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--planner needs --checkpoint (the agent that plans)")
     if args.policy == PLANNER and args.checkpoint is None:
         parser.error("--policy planner needs --checkpoint (and a predictor: --planner or one the checkpoint carries)")
-    if args.planner is not None and args.workers > 1:
-        parser.error("--planner plays in this process: leave --workers at 1")
     if args.prior_weight is not None and not args.prior_weight >= 0:
         parser.error(f"--prior-weight must be >= 0, got {args.prior_weight}")
     if args.episodes < 1:
@@ -157,16 +146,16 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as error:  # now, not after the evaluation
             parser.error(f"{option}: {error}")
 
-    actors, policy = {}, None
+    actors, policy, planner = {}, None, None
     if args.checkpoint is not None:
         try:
             policy, config = load_policy(args.checkpoint)
         except (FileNotFoundError, ValueError) as error:
             parser.error(str(error))
         actors[AGENT] = argmax_actor(policy)
-        planner = planner_actor(args, policy, parser)
+        planner = planner_of(args, parser)
         if planner is not None:
-            actors[PLANNER] = planner
+            actors[PLANNER] = planning_actor(policy, predicted_guess(planner[0]), planner[1])
     elif args.policy == AGENT:
         parser.error("--policy agent needs --checkpoint")
     else:
@@ -186,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.workers > 1:
         try:
-            results = evaluate_in_parallel(actors, policy, env_config, args)
+            results = evaluate_in_parallel(actors, policy, planner, env_config, args)
         except ConfigError as error:  # no cluster at --address
             parser.error(f"--address: {error}")
     else:

@@ -41,7 +41,7 @@ from env.grid_explore import GridExploreEnv
 from env.lookahead import Guess, imagined_costs, within_steps
 from env.observation import ACTION_MASK
 from env.sensing import FREE, UNKNOWN
-from graph_batch import forward_each
+from graph_batch import forward_each, one_torch_thread
 from policy import PolicyNet
 from predictor import MapPredictor
 from predictor.files import predictor_file
@@ -182,12 +182,16 @@ def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | Non
 
     def guess(world: GridExploreEnv) -> np.ndarray:
         p = world.pad
-        with torch.no_grad():
+        with torch.no_grad(), one_torch_thread():  # the same bits in any process, as forward_each's
             logits = net(torch.from_numpy(world.belief[None, p:-p, p:-p].copy()))[0]
         walls = (logits > logit).numpy()
         return walls if within is None else walls | ~within_steps(world, within)
 
     return guess
+
+
+PLANNER = "planner"
+"""The name evaluations give ``planning_actor``'s player."""
 
 
 def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float) -> Actor:

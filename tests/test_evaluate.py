@@ -55,8 +55,6 @@ def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys,
         (evaluate.main, ["--policy", "planner", "--checkpoint", "pretrained/default.pt"],
          "carries no map predictor; name one with --planner"),
         (evaluate.main, ["--policy", "planner"], "--policy planner needs --checkpoint"),
-        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"), "--workers",
-                         "2"], "leave --workers at 1"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),
                          "--prior-weight", "-1"], "--prior-weight must be >= 0, got -1.0"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt")],
@@ -132,7 +130,7 @@ def test_the_planner_plays_beside_the_agent_and_is_the_agent_at_a_large_prior_we
     assert [r["travel_distance"] for r in planner] == [r["travel_distance"] for r in report["per_episode"]["agent"]]
 
 
-def test_a_checkpoint_carrying_a_planner_plays_it_with_its_weight_unless_told_otherwise(tmp_path, capsys, monkeypatch):
+def test_a_checkpoint_carrying_a_planner_plays_it_with_its_weight_unless_told_otherwise(tmp_path, capsys):
     predictor = tmp_path / "predictor.pt"
     torch.save(predictor_file(MapPredictor(width=4), {}), predictor)
     agent = tmp_path / "agent.pt"
@@ -147,17 +145,3 @@ def test_a_checkpoint_carrying_a_planner_plays_it_with_its_weight_unless_told_ot
     lookahead = json.loads((tmp_path / "w0.json").read_text())["per_episode"]["planner"]
     assert [r["travel_distance"] for r in lookahead] != travel["agent"]  # --prior-weight 0: the lookahead alone
 
-    played = {}
-
-    def in_parallel(actors, policy, env_config, args):
-        played["names"] = list(actors)
-        raise SystemExit(0)
-
-    monkeypatch.setattr(evaluate, "evaluate_in_parallel", in_parallel)
-    with pytest.raises(SystemExit):
-        evaluate.main([*common, "--workers", "2"])
-    assert "planner" not in played["names"] and "agent" in played["names"]
-    assert "carries a planner, which plays in this process: --workers 2 leaves it out" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        evaluate.main([*common, "--workers", "2", "--policy", "planner"])
-    assert "--policy planner plays in this process" in capsys.readouterr().err

@@ -1,8 +1,13 @@
 """evaluate.py --workers 2 on a local Ray: exactly the serial report, in the serial order."""
 import json
 
+import torch
+
 import evaluate
 import rl.cluster.evaluation as on_ray
+from predictor import MapPredictor
+from predictor.files import predictor_file
+from rl.pretrained import export, planner_entry
 
 
 def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_path, monkeypatch):
@@ -18,3 +23,16 @@ def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_pat
     assert parallel == serial
     assert list(serial["per_episode"]) == ["agent", "random", "nearest_frontier", "greedy"]
     assert (tmp_path / "a.gif").stat().st_size > 0
+
+
+def test_the_planner_a_checkpoint_carries_plays_on_ray_as_in_this_process(local_ray, smoke_run, tmp_path):
+    torch.manual_seed(0)
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    agent = tmp_path / "agent.pt"
+    export(smoke_run, agent, planner=planner_entry(tmp_path / "predictor.pt", prior_weight=0.1))
+    serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
+    common = ["--checkpoint", str(agent), "--episodes", "3", "--seed", "1", "--policy", "planner"]
+    assert evaluate.main([*common, "--json", str(serial)]) == 0
+    assert evaluate.main([*common, "--json", str(parallel), "--workers", "2"]) == 0
+    serial, parallel = json.loads(serial.read_text()), json.loads(parallel.read_text())
+    assert parallel == serial and len(serial["per_episode"]["planner"]) == 3
