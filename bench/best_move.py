@@ -1,4 +1,4 @@
-"""Benchmark: how often the agent's move and greedy's are the best one, on the same states.
+"""Benchmark: how often the agent's move and greedy's (and the planner's) are the best one, on the same states.
 
     python -m bench.best_move [--checkpoint pretrained/dungeon.pt] [--episodes 24] [--seed 10000]
         [--env KEY=VALUE ...]
@@ -10,7 +10,8 @@ robot takes a and greedy finishes), and the agent's move and greedy's are scored
 cheapest: how often each is a best move, their mean regret in node spacings (capped at
 ``rl.imitation.REGRET_CAP``), how often the two agree, and where they differ, which is cheaper.
 It shows how far the agent's decisions are from greedy's, state by state, which the travel
-ratios of whole episodes do not.
+ratios of whole episodes do not. When the checkpoint carries a map predictor
+(``pretrained/dungeon.pt``), the planner's move on the same states is scored too.
 """
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ from graph_batch import forward_each
 from rl.envs import with_env_overrides
 from rl.evaluation import load_policy
 from rl.imitation import REGRET_CAP, node_spacing
+from rl.map_prediction import PLANNER, planning_actor, predicted_guess
+from rl.pretrained import read_planner
 
 
 def main() -> None:
@@ -41,7 +44,9 @@ def main() -> None:
     env_config = with_env_overrides(config.env, args.env)
     world = gym.make(env_config.id, **env_config.kwargs)
     spacing = node_spacing(env_config.kwargs)
-    regret: dict[str, list[float]] = {"agent": [], "greedy": []}
+    carried = read_planner(args.checkpoint)
+    planner = None if carried is None else planning_actor(policy, predicted_guess(carried[0]), carried[1])
+    regret: dict[str, list[float]] = {"agent": [], "greedy": [], **({PLANNER: []} if planner else {})}
     agree: list[bool] = []
     agent_gain: list[float] = []  # (C(greedy's move) - C(agent's move)) / spacing where they differ
     for episode in range(args.episodes):
@@ -52,6 +57,8 @@ def main() -> None:
             with torch.no_grad():
                 logits, _ = forward_each(policy, {key: value[None] for key, value in obs.items()})
             moves = {"agent": int(logits.argmax(-1)), "greedy": greedy(obs, world)}
+            if planner is not None:
+                moves[PLANNER] = planner(obs, world)
             if np.isfinite(costs).any():  # a state where no move lets greedy finish says nothing
                 best = costs.min()
                 for name, move in moves.items():

@@ -210,3 +210,18 @@ def test_the_bench_takes_the_predictor_the_checkpoint_carries(tmp_path, monkeypa
     with pytest.raises(SystemExit):
         predicted_lookahead.main()
     assert "name a --predictor, or a --checkpoint that carries one" in capsys.readouterr().err
+
+
+def test_best_move_scores_the_planner_a_checkpoint_carries(tmp_path, monkeypatch, capsys):
+    from bench import best_move
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    export(Path("pretrained/default.pt"), tmp_path / "agent.pt", planner=planner_entry(tmp_path / "predictor.pt"))
+    argv = ["best_move", "--episodes", "1", "--env", "map_size=16"]
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", str(tmp_path / "agent.pt")])
+    best_move.main()
+    lines = capsys.readouterr().out.splitlines()
+    scored = {line.split(":")[0]: line for line in lines if ": best move on" in line}
+    assert sorted(scored) == ["agent", "greedy", "planner"]
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt"])
+    best_move.main()
+    assert "planner: best move on" not in capsys.readouterr().out
