@@ -35,12 +35,12 @@ from pathlib import Path
 
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
+from predictor import MapPredictor
+from predictor.files import load_predictor
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
-from predictor import MapPredictor
-from predictor.files import load_predictor
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, read_planner
 from stats import format_mean_ci

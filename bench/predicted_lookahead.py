@@ -27,9 +27,9 @@ from bench.travel_report import report_travel
 from config import load_config
 from env.baselines import greedy
 from env.lookahead import guessed_lookahead
+from predictor.files import load_predictor
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
-from predictor.files import load_predictor
 from rl.map_prediction import planning_actor, predicted_guess
 from rl.pretrained import read_planner
 

@@ -13,10 +13,10 @@ from env.baselines import greedy
 from env.lookahead import guessed_lookahead, within_steps
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from predictor import MapPredictor
+from predictor.files import load_predictor, predictor_file
 from predictor.network import BELIEF_CODES
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from predictor.files import load_predictor, predictor_file
 from rl.map_prediction import collect_pairs, fit, main, mirrored, planning_actor, predicted_guess
 from rl.pretrained import export, planner_entry
 from rl.seeding import eval_episode_seed
@@ -175,7 +175,15 @@ def test_the_cli_writes_a_loadable_file_and_refuses_bad_input_before_writing(tmp
     assert "map_dir" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
     with pytest.raises(SystemExit):
         main([*common, "--out", str(tmp_path / "y.pt"), "--epochs", "0"])
+    with pytest.raises(SystemExit):
+        main([*common, "--out", str(tmp_path / "y.pt"), "--depth", "1"])
+    assert "--depth must be at least 2, got 1" in capsys.readouterr().err
     assert not (tmp_path / "y.pt").exists()
+    deep = tmp_path / "deep.pt"
+    assert main([*common, "--out", str(deep), "--maps", "12", "--epochs", "1", "--width", "4", "--depth", "4",
+                 "--flip"]) == 0
+    state = torch.load(deep, weights_only=True)
+    assert state["depth"] == 4 and state["trained"]["flip"] and load_predictor(deep).depth == 4
 
 
 def test_the_bench_plays_the_lookahead_and_the_planner(tmp_path, monkeypatch, capsys):

@@ -6,9 +6,9 @@ import pytest
 import torch
 from PIL import Image
 
+from predictor.files import FORMAT as PREDICTOR_FORMAT
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from predictor.files import FORMAT as PREDICTOR_FORMAT
 from rl.map_prediction import planning_actor, predicted_guess
 from rl.pretrained import FORMAT, read_planner
 from tests.helpers import ROOT
