@@ -11,6 +11,8 @@ Writes into ``--out``:
   attention_matrix_layerL.png  per encoder layer L, one heat map per head (query rows, key columns)
   attention_map_layerL.png     per encoder layer L, the query node's attention drawn on the map
                                as lines whose width is the weight, one panel per head
+  routes.png                   greedy's, the agent's (and the planner's) routes on that map, each
+                               at its episode's end, with its steps and travel
   map_guess.png                when the checkpoint carries a map predictor (``pretrained/dungeon.pt``)
                                or ``--planner`` names one: at step ``--at``, what the robot knows,
                                the predictor's guess of the rest, and the true map
@@ -41,19 +43,22 @@ import numpy as np
 import torch
 from PIL import Image
 
+from config import ConfigError
+from env.baselines import greedy
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
 from graph_batch import collate
 from predictor.files import load_predictor
 from rl.atomic import check_writable
-from config import ConfigError
 from rl.envs import make_env, with_env_overrides
-from rl.evaluation import argmax_actor, episode_options, load_policy, run_episode
-from rl.pretrained import read_planner
+from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode
+from rl.map_prediction import PLANNER, planning_actor, predicted_guess
+from rl.pretrained import DEFAULT_PRIOR_WEIGHT, read_planner
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
 from viz.map_guess import map_guess_figure
 from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreement, pointer_overlay
+from viz.routes import routes_figure
 
 
 def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None) -> list[dict]:
@@ -77,6 +82,16 @@ def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None)
 
     run_episode(env, act, seed, options=options)
     return steps
+
+
+def route_finals(players: dict[str, Actor], env: gym.Env, seed: int, options: dict | None) -> dict[str, np.ndarray]:
+    """Each player's episode on the map of ``seed`` and ``options``: its last frame, titled with
+    its steps and travel (``viz.routes.routes_figure``'s panels)."""
+    finals = {}
+    for name, act in players.items():
+        result, frames = run_episode(env, act, seed, record=True, options=options)
+        finals[f"{name}: {result.steps} steps, {result.travel_distance:.1f} cells"] = frames[-1]
+    return finals
 
 
 def encoder_attention(policy, steps: list[dict]) -> list[list[np.ndarray]]:
@@ -139,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=Path, nargs="+", default=[], metavar="CHECKPOINT",
                         help="other runs whose heads look at the same states (same env settings)")
     parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
-                        help="draw this map predictor's guess (default: the one --checkpoint carries, if any)")
+                        help="draw this map predictor's guess and plan with it (default: the one --checkpoint "
+                             "carries, if any)")
     parser.add_argument("--maps", type=int, default=1,
                         help="held-out maps whose states the --compare table averages over (the first is drawn)")
     args = parser.parse_args(argv)
@@ -160,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout
         parser.error(str(error))
     try:
-        carried = read_planner(args.checkpoint)
-        predictor = load_predictor(args.planner) if args.planner is not None else carried and carried[0]
+        planner = (read_planner(args.checkpoint) if args.planner is None
+                   else (load_predictor(args.planner), DEFAULT_PRIOR_WEIGHT))
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--planner: {error}")
     others = {}
@@ -181,35 +197,40 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         parser.error(f"--env: {error}")
     env = make_env(env_config, render_mode="rgb_array")
-    steps = record_episode(policy, env, eval_episode_seed(args.seed, 0), episode_options(env_config, 0))
+    seed, options = eval_episode_seed(args.seed, 0), episode_options(env_config, 0)
+    steps = record_episode(policy, env, seed, options)
     truth = env.unwrapped.grid_map.occupied.copy()
-    env.close()
     at = len(steps) // 3 if args.at is None else args.at
     if not 0 <= at < len(steps):
         parser.error(f"--at {at} is outside the episode's steps 0..{len(steps) - 1}")
+    chosen = steps[at]
+    n_real = int(np.asarray(chosen["obs"]["node_mask"]).sum())
+    query = int(chosen["obs"][CURRENT_INDEX]) if args.query is None else args.query
+    if not 0 <= query < n_real:
+        parser.error(f"--query {query} is not a node at step {at}; nodes are 0..{n_real - 1}")
     args.out.mkdir(parents=True, exist_ok=True)
 
+    players = {"greedy": greedy, AGENT: argmax_actor(policy)}
+    if planner is not None:
+        players[PLANNER] = planning_actor(policy, predicted_guess(planner[0]), planner[1])
+    routes_figure(route_finals(players, env, seed, options), args.out / "routes.png")
+    env.close()
     frames = []
     for step in steps:
         obs = step["obs"]
         candidates = obs[NEIGHBORS][int(obs[CURRENT_INDEX])]
         frames.append(pointer_overlay(step["frame"], step["positions"], candidates, step["probs"], step["action"]))
     save_gif(frames, args.out / "pointer.gif", fps=args.fps)
-
-    chosen = steps[at]
-    n_real = int(np.asarray(chosen["obs"]["node_mask"]).sum())
-    query = int(chosen["obs"][CURRENT_INDEX]) if args.query is None else args.query
-    if not 0 <= query < n_real:
-        parser.error(f"--query {query} is not a node at step {at}; nodes are 0..{n_real - 1}")
     for layer, weights in enumerate(chosen["encoder"]):
         title = f"encoder layer {layer}, step {at}"
         matrix = attention_heatmaps(weights, chosen["obs"]["node_mask"], title)
         Image.fromarray(matrix).save(args.out / f"attention_matrix_layer{layer}.png")
         on_map = attention_on_map(chosen["frame"], chosen["positions"], weights, query, f"{title}: node {query} attends to")
         Image.fromarray(on_map).save(args.out / f"attention_map_layer{layer}.png")
-    print(f"{len(steps)} steps; wrote {args.out}/pointer.gif and {2 * len(chosen['encoder'])} attention pictures")
-    if predictor is not None:
-        map_guess_figure(chosen["belief"], predictor.wall_probability(chosen["belief"]), truth,
+    print(f"{len(steps)} steps; wrote {args.out}/pointer.gif, routes.png and {2 * len(chosen['encoder'])} "
+          f"attention pictures")
+    if planner is not None:
+        map_guess_figure(chosen["belief"], planner[0].wall_probability(chosen["belief"]), truth,
                          args.out / "map_guess.png", robot=chosen["cell"])
         print(f"wrote {args.out}/map_guess.png (the map predictor's guess at step {at})")
     if others:

@@ -6,18 +6,19 @@ import torch
 from PIL import Image
 
 import visualize
+from env.baselines import greedy
 from predictor import MapPredictor
 from predictor.files import predictor_file
-from rl.evaluation import load_policy
+from rl.evaluation import argmax_actor, load_policy, run_episode
 from rl.pretrained import export, planner_entry
 
 
-def test_writes_the_gif_and_two_pictures_per_encoder_layer(smoke_run, tmp_path):
+def test_writes_the_gif_the_routes_and_two_pictures_per_encoder_layer(smoke_run, tmp_path):
     assert visualize.main(["--checkpoint", str(smoke_run), "--out", str(tmp_path), "--at", "0"]) == 0
     _, config = load_policy(smoke_run)
     names = sorted(p.name for p in tmp_path.iterdir())
     layers = range(config.model.n_layers)
-    expected = ["pointer.gif"] + [f"attention_{kind}_layer{L}.png" for kind in ("map", "matrix") for L in layers]
+    expected = ["pointer.gif", "routes.png"] + [f"attention_{kind}_layer{L}.png" for kind in ("map", "matrix") for L in layers]
     assert names == sorted(expected)
     gif = Image.open(tmp_path / "pointer.gif")
     assert gif.n_frames > 1
@@ -58,8 +59,22 @@ def test_recorded_attention_has_every_head_and_layer_and_rows_sum_to_one(smoke_r
 
 def test_bad_step_is_a_clear_error(smoke_run, tmp_path, capsys):
     with pytest.raises(SystemExit):
-        visualize.main(["--checkpoint", str(smoke_run), "--out", str(tmp_path), "--at", "100000"])
+        visualize.main(["--checkpoint", str(smoke_run), "--out", str(tmp_path / "a"), "--at", "100000"])
     assert "--at 100000 is outside the episode's steps" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        visualize.main(["--checkpoint", str(smoke_run), "--out", str(tmp_path / "b"), "--at", "0", "--query", "999"])
+    assert "--query 999 is not a node at step 0" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing written
+
+
+def test_the_routes_are_each_players_episode_on_the_drawn_map(smoke_run):
+    policy, config = load_policy(smoke_run)
+    env = gym.make(config.env.id, render_mode="rgb_array", **config.env.kwargs)
+    finals = visualize.route_finals({"greedy": greedy, "agent": argmax_actor(policy)}, env, seed=5, options=None)
+    for (title, frame), act in zip(finals.items(), (greedy, argmax_actor(policy))):
+        result, _ = run_episode(env, act, seed=5)
+        assert title == f"{title.split(':')[0]}: {result.steps} steps, {result.travel_distance:.1f} cells"
+        assert frame.shape == env.render().shape
 
 
 def test_a_checkpoint_from_another_observation_layout_is_a_usage_error(stale_checkpoint_run, tmp_path, capsys):
