@@ -16,6 +16,20 @@ def figure_to_rgb(fig) -> np.ndarray:
     return rgb
 
 
+def titled_picture_panel(ax, title: str) -> None:
+    """A panel holding a picture: ``title`` above it, no ticks."""
+    ax.set_title(title, fontsize=10)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def save_figure(fig, path) -> None:
+    """Lay ``fig`` out tightly, write it to ``path`` (110 dpi) and close it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def attention_heatmaps(weights: np.ndarray, node_mask: np.ndarray, title: str = "") -> np.ndarray:
     """One heat map per head of ``weights`` [H,N,N] over the real nodes, as an RGB array [h,w,3].
 

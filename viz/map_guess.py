@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from env.sensing import FREE, OCCUPIED, UNKNOWN
-from viz.heatmaps import plt
+from viz.heatmaps import plt, save_figure, titled_picture_panel
 
 
 def map_guess_figure(belief: np.ndarray, wall_probability: np.ndarray, truth: np.ndarray, path: Path,
@@ -31,9 +31,5 @@ def map_guess_figure(belief: np.ndarray, wall_probability: np.ndarray, truth: np
         ax.imshow(image, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
         if robot is not None:
             ax.plot(robot[1], robot[0], "o", color="tab:red", markersize=5)
-        ax.set_title(title, fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        titled_picture_panel(ax, title)
+    save_figure(fig, path)

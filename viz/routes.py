@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from viz.heatmaps import plt
+from viz.heatmaps import plt, save_figure, titled_picture_panel
 
 
 def routes_figure(finals: dict[str, np.ndarray], path: Path) -> None:
@@ -21,9 +21,5 @@ def routes_figure(finals: dict[str, np.ndarray], path: Path) -> None:
     fig, axes = plt.subplots(1, len(finals), figsize=(4.2 * len(finals), 4.2 * height / width + 0.5), squeeze=False)
     for ax, (title, frame) in zip(axes[0], finals.items()):
         ax.imshow(frame, interpolation="nearest")
-        ax.set_title(title, fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        titled_picture_panel(ax, title)
+    save_figure(fig, path)
