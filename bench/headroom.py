@@ -1,7 +1,7 @@
 """How far greedy is from the best possible: greedy against lookaheads that roll greedy out.
 
     python -m bench.headroom [--episodes 40] [--seed 0] [--config configs/default.yaml]
-                             [--env KEY=VALUE ...] [--reveal D ...] [--json headroom.json]
+                             [--env KEY=VALUE ...] [--reveal D ...] [--reveal-noise P ...] [--json headroom.json]
 
 A lookahead (``env.lookahead``) tries every valid move in a copy of the env and plays greedy to the
 end of the episode from there; it takes the move whose finished episode travelled least. Two
@@ -17,7 +17,9 @@ copies are compared:
   steps of the cells the robot knows free and walls beyond (``env.lookahead.revealed_within``),
   with a lattice of its own (``GridExploreEnv.imagined_world_copy``). A diagnostic between the
   two: how far past what it has seen a planner must know the map to take the oracle's gain,
-  i.e. how much a map predictor would have to get right.
+  i.e. how much a map predictor would have to get right. ``revealed_D_noise_P`` (with
+  ``--reveal-noise P``, for each D): the same with each unknown cell of that reach guessed wrong
+  with probability P, drawn afresh each step: how exact such a prediction must be.
 
 Runs nearest frontier, greedy and both lookaheads on the held-out maps of ``evaluate.py`` (the
 ``--config``'s env, changed by ``--env`` as there; with a ``map_dir``, episode i plays map i) and
@@ -47,15 +49,25 @@ def main() -> None:
                         help="change an environment setting, as evaluate.py --env (repeatable)")
     parser.add_argument("--reveal", type=int, action="append", default=[], metavar="D",
                         help="also the lookahead knowing the true map D steps past the known free cells (repeatable)")
+    parser.add_argument("--reveal-noise", type=float, action="append", default=[], metavar="P",
+                        help="also each --reveal D with every unknown cell in reach guessed wrong with probability P "
+                             "(repeatable)")
     parser.add_argument("--json", type=Path, help="write every episode's result here, as evaluate.py --json")
     args = parser.parse_args()
     if any(d < 0 for d in args.reveal):
         parser.error(f"--reveal {min(args.reveal)}: a distance in cells must be 0 or more")
+    if args.reveal_noise and not args.reveal:
+        parser.error("--reveal-noise needs --reveal D (the reach whose cells it guesses wrong)")
+    if any(not 0 <= p <= 1 for p in args.reveal_noise):
+        parser.error(f"--reveal-noise {[p for p in args.reveal_noise if not 0 <= p <= 1][0]}: a probability, "
+                     f"between 0 and 1")
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     episodes = min(args.episodes, map_dir_size(env_config) or args.episodes)
     actors = {"nearest_frontier": nearest_frontier, "greedy": greedy, "oracle": greedy_lookahead_oracle,
               "belief_lookahead": belief_lookahead,
-              **{f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal}}
+              **{f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal},
+              **{f"revealed_{d}_noise_{p:g}": guessed_lookahead(revealed_within(d, noise=p, seed=args.seed))
+                 for d in args.reveal for p in args.reveal_noise}}
     results = evaluate_actors(actors, env_config, episodes, args.seed)
     pairs = [(ours, reference) for ours in list(actors)[1:] for reference in ("nearest_frontier", "greedy")
              if ours != reference]

@@ -41,7 +41,7 @@ from env.baselines import Policy, greedy_move
 from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
-from env.sensing import FREE
+from env.sensing import FREE, UNKNOWN
 
 Continuation = Callable[[dict[str, np.ndarray]], np.ndarray]
 """A player for play-outs: observations stacked along a first axis [B, ...] -> [B] slots, each a
@@ -161,12 +161,24 @@ def within_steps(world: GridExploreEnv, distance: int) -> np.ndarray:
     return near
 
 
-def revealed_within(distance: int) -> Guess:
+def revealed_within(distance: int, noise: float = 0.0, seed: int = 0) -> Guess:
     """A diagnostic guess that reads the true map: its cells ``within_steps`` ``distance`` of
     what the robot knows free, walls beyond. How far past what the robot has seen a planner
-    needs to know the map (docs/results.md, section 8)."""
+    needs to know the map (docs/results.md, section 8). With ``noise``, each unknown cell within
+    that reach is guessed wrong (wall for free, free for wall) with that probability, drawn
+    afresh at every step from ``seed`` and the step count: how exact the guess must be."""
+    if not 0.0 <= noise <= 1.0:
+        raise ValueError(f"noise={noise}: a probability, between 0 and 1")
+
     def guess(world: GridExploreEnv) -> np.ndarray:
-        return ~within_steps(world, distance) | world.grid_map.occupied
+        near = within_steps(world, distance)
+        walls = ~near | world.grid_map.occupied
+        if noise:
+            p = world.pad
+            unknown = near & (world.belief[p:-p, p:-p] == UNKNOWN)
+            wrong = unknown & (np.random.default_rng([seed, world.steps]).random(unknown.shape) < noise)
+            walls = walls ^ wrong
+        return walls
     return guess
 
 

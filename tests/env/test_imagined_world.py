@@ -108,3 +108,18 @@ def test_within_steps_counts_4_connected_steps_from_a_known_free_cell():
         assert np.array_equal(within_steps(world, distance), abs(rows - 5) + abs(cols - 7) <= distance)
     truth = world.grid_map.occupied
     assert np.array_equal(revealed_within(2)(world), ~(abs(rows - 5) + abs(cols - 7) <= 2) | truth)
+
+
+def test_a_noisy_reveal_guesses_wrong_only_unknown_cells_in_reach_at_about_its_rate():
+    world, _ = next(s for s in greedy_states(1) if s[0].steps == 3)
+    p = world.pad
+    clean = revealed_within(4)(world)
+    noisy = revealed_within(4, noise=0.3, seed=7)(world)
+    in_reach = within_steps(world, 4) & (world.belief[p:-p, p:-p] == UNKNOWN)
+    wrong = clean != noisy
+    assert not (wrong & ~in_reach).any()  # known cells, and cells beyond the reach, stay as they were
+    assert 0.2 < wrong[in_reach].mean() < 0.4 and in_reach.sum() > 30
+    assert np.array_equal(revealed_within(4, noise=0.3, seed=7)(world), noisy)  # the same draw at the same step
+    assert np.array_equal(revealed_within(4, noise=0.0)(world), clean)
+    with pytest.raises(ValueError, match="noise=1.5"):
+        revealed_within(4, noise=1.5)
