@@ -112,8 +112,8 @@ def pretrained_state(source: Path, env_overrides: tuple[str, ...] = (), planner:
     pretrained = state.get("format") == FORMAT
     trained = state["trained"] if pretrained else {  # a checkpoint: where it stands
         "from": path.name, "update": int(state["update"]), "global_step": int(state["global_step"])}
-    return weights_file(state["model"], config, trained, planner if planner is not None or not pretrained
-                        else state.get(PLANNER))
+    carried = state.get(PLANNER) if pretrained else None
+    return weights_file(state["model"], config, trained, planner if planner is not None else carried)
 
 
 def export(source: Path, out: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
