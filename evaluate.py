@@ -36,13 +36,12 @@ from pathlib import Path
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
 from predictor import MapPredictor
-from predictor.files import load_predictor
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
-from rl.pretrained import DEFAULT_PRIOR_WEIGHT, read_planner
+from rl.pretrained import DEFAULT_PRIOR_WEIGHT, planner_for
 from stats import format_mean_ci
 
 COLUMNS = {  # summary key -> (header, decimals)
@@ -83,8 +82,7 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tup
     one ``--checkpoint`` carries (None when neither), weighing the agent's log-probability by
     ``--prior-weight``, else the carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``)."""
     try:
-        planner = (read_planner(args.checkpoint) if args.planner is None
-                   else (load_predictor(args.planner), DEFAULT_PRIOR_WEIGHT))
+        planner = planner_for(args.checkpoint, args.planner)
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--planner: {error}" if args.planner is not None else f"--checkpoint's planner: {error}")
     if planner is None:

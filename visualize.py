@@ -48,12 +48,11 @@ from env.baselines import greedy
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
 from graph_batch import collate
-from predictor.files import load_predictor
 from rl.atomic import check_writable
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
-from rl.pretrained import DEFAULT_PRIOR_WEIGHT, read_planner
+from rl.pretrained import planner_for
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
 from viz.map_guess import map_guess_figure
@@ -176,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout
         parser.error(str(error))
     try:
-        planner = (read_planner(args.checkpoint) if args.planner is None
-                   else (load_predictor(args.planner), DEFAULT_PRIOR_WEIGHT))
+        planner = planner_for(args.checkpoint, args.planner)
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--planner: {error}")
     others = {}

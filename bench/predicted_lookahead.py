@@ -27,11 +27,10 @@ from bench.travel_report import report_travel
 from config import load_config
 from env.baselines import greedy
 from env.lookahead import guessed_lookahead
-from predictor.files import load_predictor
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
 from rl.map_prediction import planning_actor, predicted_guess
-from rl.pretrained import read_planner
+from rl.pretrained import planner_for
 
 
 def main() -> None:
@@ -59,11 +58,11 @@ def main() -> None:
         parser.error(f"--first-episode {args.first_episode}: an episode index must be 0 or more")
     if any(w < 0 for w in args.prior_weight):
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
-    carried = None if args.checkpoint is None or args.predictor is not None else read_planner(args.checkpoint)
-    if args.predictor is None and carried is None:
+    planner = None if args.checkpoint is None and args.predictor is None else planner_for(args.checkpoint,
+                                                                                              args.predictor)
+    if planner is None:
         parser.error("name a --predictor, or a --checkpoint that carries one (python -m rl.pretrained --planner)")
-    predictor = load_predictor(args.predictor) if args.predictor is not None else carried[0]
-    guess = predicted_guess(predictor, args.threshold, args.within)
+    guess = predicted_guess(planner[0], args.threshold, args.within)
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     maps = map_dir_size(env_config)
     episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes

@@ -38,19 +38,25 @@ def predictor_from_state(state: Any, where: str) -> MapPredictor:
     return net.eval()
 
 
-def read_predictor_file(path: Path) -> dict[str, Any]:
-    """The content of the predictor file at ``path``, checked: ``FileNotFoundError`` when there
-    is none, ``ValueError`` when it is not a map predictor file."""
+def _load(path: Path) -> Any:
+    """What ``torch.load(weights_only=True)`` reads at ``path``: ``FileNotFoundError`` when there
+    is no file, ``ValueError`` when it does not load."""
     if not Path(path).is_file():
         raise FileNotFoundError(f"no map predictor file at {path}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as error:  # not a torch file, or one holding more than tensors
         raise ValueError(f"{path} does not load as a map predictor file: {error}") from None
+
+
+def read_predictor_file(path: Path) -> dict[str, Any]:
+    """The content of the predictor file at ``path``, checked: ``FileNotFoundError`` when there
+    is none, ``ValueError`` when it is not a map predictor file."""
+    state = _load(path)
     predictor_from_state(state, str(path))
     return state
 
 
 def load_predictor(path: Path) -> MapPredictor:
     """The predictor the file at ``path`` holds (``read_predictor_file``'s errors)."""
-    return predictor_from_state(read_predictor_file(path), str(path))
+    return predictor_from_state(_load(path), str(path))

@@ -29,7 +29,7 @@ import torch
 from config import Config, ConfigError, apply_override, load_run_config, saved_config
 from env.config import GridExploreConfig
 from predictor import MapPredictor
-from predictor.files import predictor_from_state, read_predictor_file
+from predictor.files import load_predictor, predictor_from_state, read_predictor_file
 from rl.atomic import atomic_write
 from rl.checkpoint import CheckpointError, checkpoints, load_checkpoint
 
@@ -96,6 +96,15 @@ def read_planner(source: Path) -> tuple[MapPredictor, float] | None:
     if entry is None:
         return None
     return predictor_from_state(entry["predictor"], f"{path}'s planner"), float(entry["prior_weight"])
+
+
+def planner_for(source: Path | None, predictor: Path | None = None) -> tuple[MapPredictor, float] | None:
+    """The planner to play with the weights at ``source``: the map predictor file ``predictor`` at
+    ``DEFAULT_PRIOR_WEIGHT`` when one is named (``source`` is then not read), else what ``source``
+    carries (``read_planner``)."""
+    if predictor is not None:
+        return load_predictor(predictor), DEFAULT_PRIOR_WEIGHT
+    return read_planner(source)
 
 
 def pretrained_state(source: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
