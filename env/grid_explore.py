@@ -173,8 +173,8 @@ class GridExploreEnv(gym.Env):
         the node's position are occupied (``env.lattice.cells_before_sites``): the node says
         so. The copy's graph grows from the belief as a fresh one would, the robot on its own
         node, nothing else visited. It reads this env's belief, graph nodes, start
-        and step count, never its true map; its ``coverage`` is meaningless and its episode ends
-        once no node sees a frontier.
+        and step count, never its true map; its ``coverage`` is meaningless (NaN in ``step``'s
+        info) and its episode ends once no node sees a frontier.
         """
         p, graph = self.pad, self.graph
         belief = self.belief[p:-p, p:-p]
@@ -363,7 +363,7 @@ class GridExploreEnv(gym.Env):
 
     def _info(self, new_cells: int, invalid: bool) -> dict[str, Any]:
         return {
-            "coverage": self.known_free / self.reachable_free,
+            "coverage": self.known_free / self.reachable_free if self.reachable_free else math.nan,
             "travel_distance": self.travel_distance,
             "invalid_action": bool(invalid),
             "new_cells": new_cells,

@@ -18,7 +18,7 @@ from env.frontiers import frontier_mask
 from env.geometry import line_cells
 from env.graph import ViewpointGraph
 from env.lattice import build_lattice, n_steps_for
-from env.observation import N_NODE_FEATURES, NEIGHBORS
+from env.observation import ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURE_NAMES, NODE_FEATURES
 from env.sensing import FREE, OCCUPIED
 
 HEAD_COUNTS = [1, 2, 4, 8]
@@ -145,3 +145,20 @@ def kill_worker_mid_collect(collector, worker: int) -> threading.Thread:
     thread = threading.Thread(target=kill_when_collecting, daemon=True)
     thread.start()
     return thread
+
+
+GUIDEPOST = NODE_FEATURE_NAMES.index("guidepost")
+
+
+def towards_guidepost(obs: dict) -> int:
+    """A player of one observation alone: the valid slot whose node has the largest guidepost
+    feature (ties: the lowest slot)."""
+    targets = obs[NEIGHBORS][int(obs[CURRENT_INDEX])]
+    score = np.where(obs[ACTION_MASK] == 1, obs[NODE_FEATURES][targets, GUIDEPOST], -np.inf)
+    return int(np.argmax(score))
+
+
+def guidepost_continuation(batch: dict) -> np.ndarray:
+    """``towards_guidepost`` row by row, as an ``env.lookahead.Continuation`` (batched observations -> slots)."""
+    return np.array([towards_guidepost({key: value[i] for key, value in batch.items()})
+                     for i in range(len(batch[CURRENT_INDEX]))])

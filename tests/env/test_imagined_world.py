@@ -12,6 +12,7 @@ from env.lookahead import guessed_lookahead, imagined_costs, lookahead_costs, re
 from env.observation import ACTION_MASK
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from rl.evaluation import run_episode
+from tests.helpers import guidepost_continuation
 
 
 def true_map(world):
@@ -42,6 +43,25 @@ def test_with_the_true_map_as_its_guess_it_prices_moves_as_the_oracle():
     # Elsewhere it may differ where the real graph holds approach or lookout nodes, which a
     # graph grown afresh from the belief has not.
     assert same >= 0.95 * states and states > 30
+
+
+def test_a_player_of_the_observations_finishes_play_outs_in_a_guessed_world():
+    """A ``Continuation`` steps the imagined copies with ``step`` (observations, info), not
+    ``play``: at the first state, the true map as the guess, it prices every move as it does in
+    the real world; later, with the unknown as walls, every valid move gets a finite price."""
+    for seed in (0, 1):
+        states = greedy_states(seed)
+        world, obs = next(states)
+        imagined = world.imagined_world_copy(true_map(world))
+        real = lookahead_costs(world, obs[ACTION_MASK], guidepost_continuation)
+        assert np.isfinite(real[obs[ACTION_MASK] == 1]).all()
+        assert np.array_equal(lookahead_costs(imagined, imagined._action_mask(), guidepost_continuation), real)
+        world, obs = next(s for s in states if s[0].steps == 4)
+        imagined = world.imagined_world_copy(revealed_within(0)(world))
+        mask = imagined._action_mask()
+        assert np.isfinite(lookahead_costs(imagined, mask, guidepost_continuation)[mask == 1]).all()
+        _, _, _, _, info = imagined.step(int(np.flatnonzero(mask)[-1]))
+        assert np.isnan(info["coverage"])  # nothing of the true map is counted there
 
 
 def test_it_never_reads_the_true_map():

@@ -13,7 +13,7 @@ import env  # noqa: F401  (registers the envs)
 import rl.imitation as imitation
 from env.baselines import greedy
 from env.lookahead import LOOKAHEAD_COSTS, lookahead_costs
-from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURES, NODE_FEATURE_NAMES
+from env.observation import ACTION_MASK, CURRENT_INDEX
 from rl.continuation import PolicyContinuation
 from rl.envs import make_envs
 from rl.evaluation import argmax_actor, load_policy, run_episode
@@ -22,7 +22,7 @@ from rl.imitation import REGRET_CAP, Labelled, collect, fit_on, fresh_regret, im
 from rl.interrupt import StopOnSignal
 from policy import PolicyNet
 from config import load_config
-from tests.helpers import ROOT, SMOKE
+from tests.helpers import ROOT, SMOKE, guidepost_continuation, towards_guidepost
 
 
 def play_out(env_id_kwargs, seed, actions, player=greedy):
@@ -36,23 +36,6 @@ def play_out(env_id_kwargs, seed, actions, player=greedy):
     while not (terminated or truncated):
         obs, _, terminated, truncated, _ = world.step(player(obs, world))
     return world.unwrapped.travel_distance if terminated else math.inf
-
-
-GUIDEPOST = NODE_FEATURE_NAMES.index("guidepost")
-
-
-def towards_guidepost(obs: dict) -> int:
-    """A player of one observation alone: the valid slot whose node has the largest guidepost
-    feature (ties: the lowest slot)."""
-    targets = obs[NEIGHBORS][int(obs[CURRENT_INDEX])]
-    score = np.where(obs[ACTION_MASK] == 1, obs[NODE_FEATURES][targets, GUIDEPOST], -np.inf)
-    return int(np.argmax(score))
-
-
-def guidepost_continuation(batch: dict) -> np.ndarray:
-    """``towards_guidepost`` row by row, as a ``Continuation`` (batched observations -> slots)."""
-    return np.array([towards_guidepost({key: value[i] for key, value in batch.items()})
-                     for i in range(len(batch[CURRENT_INDEX]))])
 
 
 @pytest.mark.parametrize("seed", [2, 4])
