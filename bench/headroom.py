@@ -1,7 +1,8 @@
 """How far greedy is from the best possible: greedy against lookaheads that roll greedy out.
 
     python -m bench.headroom [--episodes 40] [--seed 0] [--config configs/default.yaml]
-                             [--env KEY=VALUE ...] [--reveal D ...] [--reveal-noise P ...] [--json headroom.json]
+                             [--env KEY=VALUE ...] [--reveal D ...] [--reveal-noise P ...] [--worlds K]
+                             [--json headroom.json]
 
 A lookahead (``env.lookahead``) tries every valid move in a copy of the env and plays greedy to the
 end of the episode from there; it takes the move whose finished episode travelled least. Two
@@ -19,7 +20,10 @@ copies are compared:
   two: how far past what it has seen a planner must know the map to take the oracle's gain,
   i.e. how much a map predictor would have to get right. ``revealed_D_noise_P`` (with
   ``--reveal-noise P``, for each D): the same with each unknown cell of that reach guessed wrong
-  with probability P, drawn afresh each step: how exact such a prediction must be.
+  with probability P, drawn afresh each step: how exact such a prediction must be. With
+  ``--worlds K`` (K > 1) it prices each move by its mean cost over K such worlds, each wrong on
+  cells of its own (noise seeds ``--seed`` .. ``--seed`` + K - 1), as ``revealed_D_noise_P_worlds_K``:
+  whether several rough guesses stand in for one sharp one.
 
 Runs nearest frontier, greedy and both lookaheads on the held-out maps of ``evaluate.py`` (the
 ``--config``'s env, changed by ``--env`` as there; with a ``map_dir``, episode i plays map i) and
@@ -52,6 +56,8 @@ def main() -> None:
     parser.add_argument("--reveal-noise", type=float, action="append", default=[], metavar="P",
                         help="also each --reveal D with every unknown cell in reach guessed wrong with probability P "
                              "(repeatable)")
+    parser.add_argument("--worlds", type=int, default=1, metavar="K",
+                        help="price each --reveal-noise lookahead's moves over K noisy worlds, not one")
     parser.add_argument("--json", type=Path, help="write every episode's result here, as evaluate.py --json")
     args = parser.parse_args()
     if any(d < 0 for d in args.reveal):
@@ -61,12 +67,17 @@ def main() -> None:
     if any(not 0 <= p <= 1 for p in args.reveal_noise):
         parser.error(f"--reveal-noise {[p for p in args.reveal_noise if not 0 <= p <= 1][0]}: a probability, "
                      f"between 0 and 1")
+    if args.worlds < 1:
+        parser.error(f"--worlds {args.worlds}: a number of worlds, 1 or more")
+    if args.worlds > 1 and not args.reveal_noise:
+        parser.error("--worlds needs --reveal-noise P (the noisy worlds it averages over)")
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     episodes = min(args.episodes, map_dir_size(env_config) or args.episodes)
     actors = {"nearest_frontier": nearest_frontier, "greedy": greedy, "oracle": greedy_lookahead_oracle,
               "belief_lookahead": belief_lookahead,
               **{f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal},
-              **{f"revealed_{d}_noise_{p:g}": guessed_lookahead(revealed_within(d, noise=p, seed=args.seed))
+              **{f"revealed_{d}_noise_{p:g}" + (f"_worlds_{args.worlds}" if args.worlds > 1 else ""):
+                 guessed_lookahead(*(revealed_within(d, noise=p, seed=args.seed + k) for k in range(args.worlds)))
                  for d in args.reveal for p in args.reveal_noise}}
     results = evaluate_actors(actors, env_config, episodes, args.seed)
     pairs = [(ours, reference) for ours in list(actors)[1:] for reference in ("nearest_frontier", "greedy")

@@ -136,13 +136,24 @@ def imagined_costs(world: GridExploreEnv, guess: Guess) -> np.ndarray | None:
     return priced
 
 
-def guessed_lookahead(guess: Guess) -> Policy:
-    """The move after which greedy finishes shortest in the world ``guess`` imagines
-    (``imagined_costs``); greedy's own move where no slot has a price there."""
+def guessed_lookahead(*guesses: Guess) -> Policy:
+    """The move after which greedy finishes shortest in the worlds ``guesses`` imagine: each
+    slot's ``imagined_costs`` averaged over the worlds that price it; greedy's own move where no
+    world prices any slot. One guess: the lookahead in its world. Several (``revealed_within``
+    with noise and different seeds, say): the move least costly in expectation over them, which
+    one likeliest world does not weigh (docs/results.md, section 8)."""
+    if not guesses:
+        raise ValueError("guessed_lookahead needs at least one guess")
+
     def act(obs: dict, env: gym.Env) -> int:
         world = env.unwrapped
-        costs = imagined_costs(world, guess)
-        return greedy_move(world) if costs is None or not np.isfinite(costs).any() else int(np.argmin(costs))
+        priced = [costs for costs in (imagined_costs(world, guess) for guess in guesses) if costs is not None]
+        if not priced or not np.isfinite(priced).any():
+            return greedy_move(world)
+        costs = np.stack(priced)  # [worlds, K]
+        finite = np.isfinite(costs)
+        mean = np.where(finite, costs, 0.0).sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
+        return int(np.argmin(np.where(finite.any(axis=0), mean, np.inf)))
     return act
 
 

@@ -22,6 +22,8 @@ from tests.helpers import SMOKE
     (size_buckets, ["--batch", "4", "--buckets", "1", "2", "--repeats", "1"], "buckets 2:"),
     (headroom, ["--episodes", "2", "--reveal", "2"], "travel revealed_2 / greedy:"),
     (headroom, ["--episodes", "1", "--reveal", "2", "--reveal-noise", "0.1"], "travel revealed_2_noise_0.1 / greedy:"),
+    (headroom, ["--episodes", "1", "--reveal", "2", "--reveal-noise", "0.1", "--worlds", "2"],
+     "travel revealed_2_noise_0.1_worlds_2 / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
     (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--seconds", "0.5"], "| PASSIVE |"),
@@ -51,6 +53,8 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
 @pytest.mark.parametrize("argv, message", [
     (["--reveal-noise", "0.1"], "--reveal-noise needs --reveal D"),
     (["--reveal", "2", "--reveal-noise", "1.5"], "--reveal-noise 1.5: a probability, between 0 and 1"),
+    (["--reveal", "2", "--worlds", "2"], "--worlds needs --reveal-noise P"),
+    (["--reveal", "2", "--reveal-noise", "0.1", "--worlds", "0"], "--worlds 0: a number of worlds, 1 or more"),
 ])
 def test_headroom_refuses_a_noise_it_cannot_apply(argv, message, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["headroom", *argv])
