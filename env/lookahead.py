@@ -117,15 +117,17 @@ Guess = Callable[[GridExploreEnv], np.ndarray]
 the robot knows (its belief and graph) and never from the true map."""
 
 
-def imagined_costs(world: GridExploreEnv, guess: Guess) -> np.ndarray | None:
+def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuation | None = None
+                   ) -> np.ndarray | None:
     """[K] C(s, k) of ``world``'s slots priced in the world ``guess`` imagines
     (``GridExploreEnv.imagined_world_copy``): the imagined copy's own cost for the slot that
     leads to the same lattice point, less its hop and plus the real one; infinite for a slot
-    with no such twin (masked, a lookout). None when the robot's node has no twin there."""
+    with no such twin (masked, a lookout). None when the robot's node has no twin there. Greedy
+    finishes the play-outs, or ``continuation`` (``lookahead_costs``)."""
     imagined = world.imagined_world_copy(guess(world))
     if imagined is None:
         return None
-    costs = lookahead_costs(imagined, imagined._action_mask())
+    costs = lookahead_costs(imagined, imagined._action_mask(), continuation)
     ours, theirs = world.graph, imagined.graph
     targets, twins = world.robot_neighbors(), imagined.robot_neighbors()
     priced = np.full(len(costs), np.inf)
@@ -148,10 +150,12 @@ def guessed_lookahead(*guesses: Guess) -> Policy:
     def act(obs: dict, env: gym.Env) -> int:
         world = env.unwrapped
         priced = [costs for costs in (imagined_costs(world, guess) for guess in guesses) if costs is not None]
-        if not priced or not np.isfinite(priced).any():
+        if not priced:
             return greedy_move(world)
         costs = np.stack(priced)  # [worlds, K]
         finite = np.isfinite(costs)
+        if not finite.any():
+            return greedy_move(world)
         mean = np.where(finite, costs, 0.0).sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
         return int(np.argmin(np.where(finite.any(axis=0), mean, np.inf)))
     return act

@@ -56,6 +56,7 @@ def test_a_player_of_the_observations_finishes_play_outs_in_a_guessed_world():
         real = lookahead_costs(world, obs[ACTION_MASK], guidepost_continuation)
         assert np.isfinite(real[obs[ACTION_MASK] == 1]).all()
         assert np.array_equal(lookahead_costs(imagined, imagined._action_mask(), guidepost_continuation), real)
+        assert np.array_equal(imagined_costs(world, true_map, guidepost_continuation), real)
         world, obs = next(s for s in states if s[0].steps == 4)
         imagined = world.imagined_world_copy(revealed_within(0)(world))
         mask = imagined._action_mask()
