@@ -24,10 +24,19 @@
 // changes an operation's order, so the numbers do not depend on the thread count.
 // Head dim 16 (the reference's 128 / 8, this project's 64 / 4) is compiled as a constant, which
 // lets the compiler unroll the per-head loops: 1.3x the speed of the general loop on the dev VM.
-#include <torch/extension.h>
-
+//
+// Only the headers the kernel uses, and torch's operator registry (torch.ops.neighbour_attention)
+// rather than pybind11: with the whole of <torch/extension.h> the first build took 54-58 s on the
+// AVX2 dev VM, with these 18-20 s (docs/performance.md, "The neighbour kernel").
+#define TORCH_ASSERT_ONLY_METHOD_OPERATORS
+#include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
@@ -207,9 +216,10 @@ std::vector<at::Tensor> backward(const at::Tensor& dout, const at::Tensor& Q, co
 
 }  // namespace
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("csr_from_mask", &csr_from_mask, "(mask [B,Nq,Nk]) -> (offsets [B*Nq+1], keys [E])");
-  m.def("forward", &forward, "(Q, K, V, offsets, keys, scale) -> (out, probs)");
-  m.def("backward", &backward,
-        "(dout, Q, K, V, out, offsets, keys, probs, query_graphs, scale) -> (dQ, dK, dV)");
+// torch.ops.neighbour_attention.<name>; the schemas are read off the C++ signatures.
+TORCH_LIBRARY(neighbour_attention, m) {
+  m.def("csr_from_mask", &csr_from_mask);  // (mask [B,Nq,Nk]) -> [offsets [B*Nq+1], keys [E]]
+  m.def("forward", &forward);              // (Q, K, V, offsets, keys, scale) -> [out, probs]
+  m.def("backward", &backward);            // (dout, Q, K, V, out, offsets, keys, probs, query_graphs, scale)
+                                           //   -> [dQ, dK, dV]
 }
