@@ -33,7 +33,7 @@ bench: $(STAMP)
 	$(PY) -m bench.env_speed
 	$(PY) -m bench.attention_speed
 	$(PY) -m bench.collector_speed
-	$(PY) -m bench.forward_each
+	$(PY) -m bench.forward_groups
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
