@@ -69,6 +69,21 @@ def kernel_error() -> str | None:
     return _build_or_load()[1]
 
 
+def staged_source(folder: Path) -> Path:
+    """``SOURCE`` copied into ``folder`` (rewritten only when its content differs), the path the
+    build compiles. ninja rebuilds when the compile command changes, and the command names the
+    source's path: compiling the checkout's own file rebuilt the kernel for every other copy of
+    the code, e.g. each Ray job's ``working_dir`` unpacked under a new session folder (about 20 s
+    a job and node, and again for the checkout afterwards)."""
+    staged = folder / SOURCE.name
+    content = SOURCE.read_bytes()
+    if not staged.is_file() or staged.read_bytes() != content:
+        partial = staged.with_name(f"{staged.name}.{os.getpid()}.partial")
+        partial.write_bytes(content)
+        os.replace(partial, staged)  # whole, for a process compiling it at this moment
+    return staged
+
+
 @functools.cache
 def _build_or_load():
     """(module, None), or (None, the reason) when it cannot be built; once per process."""
@@ -81,7 +96,7 @@ def _build_or_load():
     if not any(folder.glob(f"{NAME}*.so")):
         print(f"Building the neighbour-attention kernel in {folder} (once; about 20 s)", file=sys.stderr, flush=True)
     try:
-        load(name=NAME, sources=[str(SOURCE)], extra_cflags=compiler_flags(), build_directory=str(folder),
+        load(name=NAME, sources=[str(staged_source(folder))], extra_cflags=compiler_flags(), build_directory=str(folder),
              is_python_module=False, verbose=False)  # a plain library: it registers its operators
         return getattr(torch.ops, NAME), None  # the .cpp's TORCH_LIBRARY namespace, NAME
     except (RuntimeError, OSError, ImportError, subprocess.SubprocessError) as error:

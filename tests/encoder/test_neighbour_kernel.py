@@ -144,3 +144,31 @@ def test_builds_are_kept_apart_by_python_torch_and_instruction_set(monkeypatch, 
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
     assert neighbour_kernel.compiler_flags()[-2:] == ["-mavx2", "-mfma"]
     assert neighbour_kernel.build_directory() == folder.with_name("neighbour_attention_avx2")
+
+
+def test_every_copy_of_the_code_compiles_the_same_staged_source(monkeypatch, tmp_path):
+    """The build names one path whatever checkout asks for it (a Ray job's unpacked working_dir
+    too), so ninja sees the same command and rebuilds only when the source's content changes."""
+    folder = tmp_path / "build"
+    folder.mkdir()
+    checkouts = [tmp_path / "checkout" / str(i) / "neighbour_attention.cpp" for i in range(2)]
+    for source in checkouts:
+        source.parent.mkdir(parents=True)
+        source.write_text("// version 1\n")
+    monkeypatch.setattr(neighbour_kernel, "SOURCE", checkouts[0])
+    staged = neighbour_kernel.staged_source(folder)
+    assert staged == folder / "neighbour_attention.cpp" and staged.read_text() == "// version 1\n"
+    written = staged.stat().st_mtime_ns
+    monkeypatch.setattr(neighbour_kernel, "SOURCE", checkouts[1])
+    assert neighbour_kernel.staged_source(folder) == staged
+    assert staged.stat().st_mtime_ns == written  # the same content: not rewritten, so nothing to rebuild
+    checkouts[1].write_text("// version 2\n")
+    assert neighbour_kernel.staged_source(folder).read_text() == "// version 2\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]  # no partial file left
+
+
+def test_the_loaded_kernel_was_compiled_from_the_staged_source():
+    neighbour_kernel.load_kernel()
+    folder = neighbour_kernel.build_directory()
+    assert f"compile {folder / 'neighbour_attention.cpp'}\n" in (folder / "build.ninja").read_text()
+    assert (folder / "neighbour_attention.cpp").read_bytes() == neighbour_kernel.SOURCE.read_bytes()
