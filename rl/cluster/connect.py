@@ -1,9 +1,10 @@
 """Joining a Ray cluster, or starting one on this machine, with errors that say what to fix.
 
-``connect("")`` joins the cluster ``RAY_ADDRESS`` names, or starts a local one (as ``ray.init()``
-does: there is no "local mode" in current Ray). ``connect("host:port")`` joins that cluster's head
-and ships this project's code to its workers (``runtime_env`` ``working_dir``); an address that
-does not answer is a ``ClusterError`` naming it, raised within seconds, before any training.
+``connect("")`` joins the cluster ``RAY_ADDRESS`` names, or else starts a local one of its own
+(``ray.init(address="local")``; a bare ``ray.init()`` would join whatever cluster ``ray start`` last
+started on this machine). ``connect("host:port")`` joins that cluster's head and ships this
+project's code to its workers (``runtime_env`` ``working_dir``); an address that does not answer
+is a ``ClusterError`` naming it, raised within seconds, before any training.
 """
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def connect(address: str = "", num_cpus: int | None = None) -> bool:
         return False
     address = address or os.environ.get("RAY_ADDRESS", "")
     if not address:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, logging_level="warning", log_to_driver=True)
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="warning",
+                 log_to_driver=True)
         return True
     if address != "auto":
         check_reachable(address)

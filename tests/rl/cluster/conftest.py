@@ -7,6 +7,7 @@ import ray
 def local_ray():
     if ray.is_initialized():  # e.g. a simulated cluster left by another module
         ray.shutdown()
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    # "local": a Ray of its own, not the simulated cluster another test process may be running
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="warning")
     yield ray
     ray.shutdown()

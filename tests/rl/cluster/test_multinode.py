@@ -52,3 +52,18 @@ def test_sweep_runs_land_on_several_nodes(cluster, tmp_path, capsys):
                         "--address", cluster.address, "--out", str(out), "ppo.total_timesteps=64"]) == 0
     rows = list(csv.DictReader(open(out / "results.csv")))
     assert len(rows) == 4 and len({row["node"] for row in rows}) >= 2, [row["node"] for row in rows]
+
+
+def test_no_address_starts_a_ray_of_its_own_beside_a_running_cluster(cluster):
+    """An empty address means a new local Ray (docs/scaling.md), not the cluster that `ray start`
+    (here, the simulated one) last started on this machine, and a local one may be sized."""
+    from rl.cluster.connect import cluster_cpus, connect
+
+    if ray.is_initialized():
+        ray.shutdown()
+    assert connect("", num_cpus=2)
+    try:
+        assert ray.get_runtime_context().gcs_address != cluster.address
+        assert cluster_cpus() == 2  # the simulated cluster has 3
+    finally:
+        ray.shutdown()
