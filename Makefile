@@ -12,6 +12,11 @@ STAMP := $(VENV)/.installed
 SPIN_COUNT := 1000
 SPIN_LINE := import os; os.environ.get('OMP_WAIT_POLICY') or os.environ.setdefault('GOMP_SPINCOUNT', '$(SPIN_COUNT)')
 
+# Test processes (pytest-xdist): half the suite waits on subprocesses and Ray's start-up, so two
+# on two cores take about 0.65 of one's time (docs/performance.md, "The test suite");
+# TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
+
 .PHONY: setup train test bench clean
 
 $(STAMP): requirements.txt Makefile
@@ -26,7 +31,7 @@ train: $(STAMP)
 	$(PY) train.py --config configs/default.yaml $(ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(ARGS)
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -r requirements-bench.txt

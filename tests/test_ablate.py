@@ -152,7 +152,7 @@ def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finish
 
     out = tmp_path / "sweep"
     command = [sys.executable, "ablate.py", "--heads", "1", "--seeds", "1", "--config", str(SMOKE), "--episodes", "1",
-               "--out", str(out), "ppo.total_timesteps=960", "run.checkpoint_every=1"]
+               "--out", str(out), "ppo.total_timesteps=320", "run.checkpoint_every=1"]  # 10 updates
     # A suite started as a background job (`cmd &` in a script) ignores SIGINT, and a child inherits
     # that: ablate.py would then rightly ignore Ctrl-C. Start it as a terminal's foreground job.
     disposition = signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -31,7 +31,7 @@ def kill_the_run_once_it_has(run_dir: Path, update: int, killed: list) -> None:
 
 
 def test_a_run_whose_process_dies_is_retried_from_its_checkpoint(local_ray, tmp_path):
-    long_run = spec(tmp_path, "long", "ppo.total_timesteps=640")  # 20 updates of 32 steps
+    long_run = spec(tmp_path, "long", "ppo.total_timesteps=256")  # 8 updates of 32 steps
     killed: list[tuple[int, int]] = []
     killer = threading.Thread(target=kill_the_run_once_it_has, args=(Path(long_run.run_dir), 3, killed))
     killer.start()
@@ -39,7 +39,7 @@ def test_a_run_whose_process_dies_is_retried_from_its_checkpoint(local_ray, tmp_
     killer.join()
     assert killed and failures == []
     assert [r["label"] for r in results] == ["long", "short"]  # in the specs' order
-    assert checkpoint_path(Path(long_run.run_dir), 20).exists()
+    assert checkpoint_path(Path(long_run.run_dir), 8).exists()
     # Resumed, not restarted: the first checkpoint, written before the kill, was not written again.
     assert checkpoint_path(Path(long_run.run_dir), 1).stat().st_mtime_ns == killed[0][1]
 
