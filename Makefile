@@ -12,8 +12,8 @@ STAMP := $(VENV)/.installed
 SPIN_COUNT := 1000
 SPIN_LINE := import os; os.environ.get('OMP_WAIT_POLICY') or os.environ.setdefault('GOMP_SPINCOUNT', '$(SPIN_COUNT)')
 
-# Test processes (pytest-xdist): half the suite waits on subprocesses and Ray's start-up, so two
-# on two cores take about 0.65 of one's time (docs/performance.md, "The test suite");
+# Test processes (pytest-xdist): much of the suite waits on subprocesses and Ray's start-up, so
+# two on two cores take about 0.7 of one's time (docs/performance.md, "The test suite");
 # TEST_WORKERS=0 runs it in this process.
 TEST_WORKERS ?= 2
 

@@ -2,7 +2,7 @@
 
 Dense attention costs O(Nq x Nk) per graph whatever the mask; this kernel visits only the allowed
 (query, key) pairs, O(Nq x degree). It is C++ for the CPU, built by ``torch.utils.cpp_extension``
-with the machine's C++ compiler the first time it is used (about 18 s on the 2-core dev VM) and
+with the machine's C++ compiler the first time it is used (18-20 s on the 2-core AVX2 VM) and
 loaded from the build folder after that, by every process: a training's Ray workers too (torch
 holds a file lock while one of them builds). A machine without a compiler still runs: ``auto``
 falls back to SDPA with a warning, and only an explicit ``attention_impl: neighbours`` fails.
@@ -55,9 +55,9 @@ def build_directory() -> Path:
 
 def load_kernel():
     """The kernel's operators (``torch.ops.neighbour_attention``: ``csr_from_mask``, ``forward`` and
-    ``backward``), built on the first call of the process
-    if the build folder has none. Raises RuntimeError, with the compiler's reason, when it cannot
-    be built; the outcome, either way, is kept for the rest of the process."""
+    ``backward``), built on the first call of the process if the build folder has none. Raises
+    RuntimeError, with the compiler's reason, when it cannot be built; the outcome, either way, is
+    kept for the rest of the process."""
     kernel, error = _build_or_load()
     if error is not None:
         raise RuntimeError(error)
@@ -86,7 +86,7 @@ def staged_source(folder: Path) -> Path:
 
 @functools.cache
 def _build_or_load():
-    """(module, None), or (None, the reason) when it cannot be built; once per process."""
+    """(the operators, None), or (None, the reason) when they cannot be built; once per process."""
     from torch.utils.cpp_extension import load
 
     folder = build_directory()
@@ -96,8 +96,8 @@ def _build_or_load():
     if not any(folder.glob(f"{NAME}*.so")):
         print(f"Building the neighbour-attention kernel in {folder} (once; about 20 s)", file=sys.stderr, flush=True)
     try:
-        load(name=NAME, sources=[str(staged_source(folder))], extra_cflags=compiler_flags(), build_directory=str(folder),
-             is_python_module=False, verbose=False)  # a plain library: it registers its operators
+        load(name=NAME, sources=[str(staged_source(folder))], extra_cflags=compiler_flags(),
+             build_directory=str(folder), is_python_module=False, verbose=False)  # registers its operators
         return getattr(torch.ops, NAME), None  # the .cpp's TORCH_LIBRARY namespace, NAME
     except (RuntimeError, OSError, ImportError, subprocess.SubprocessError) as error:
         return None, (f"the neighbour-attention kernel could not be built in {folder}: {error}. "
