@@ -4,7 +4,6 @@ import json
 import re
 import signal
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ import torch
 from bench import (attention_speed, best_move, collector_speed, contention, device_parity, encoder_vs_torch, env_speed,
                    forward_groups,
                    headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
-from tests.helpers import SMOKE
+from tests.helpers import ROOT, SMOKE
 
 
 @pytest.mark.parametrize("module, argv, expected", [
@@ -56,7 +55,7 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
 def test_make_bench_runs_only_benchmarks_that_exist():
     """``make bench``'s ``python -m bench.X`` lines name modules of this folder (one renamed once
     left the target failing at its last line)."""
-    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
     target = re.search(r"^bench:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE).group(1)
     modules = re.findall(r"-m (bench\.\w+)", target)
     assert len(modules) >= 4, target
