@@ -3,17 +3,22 @@
 The dense paths cost O(N^2) per graph whatever the graph's degree; this one costs O(E). It is
 also an independent cross-check: it shares no softmax or masking code with the dense paths.
 PyG's convention is kept: ``edge_index[0]`` is the source (the key j), ``edge_index[1]`` the
-target (the query i), and messages flow j -> i.
+target (the query i), and messages flow j -> i. PyG is imported by the functions that use it: its
+import takes 2.4 s (it loads ``torch._dynamo``), which every process that builds the model (a
+training, each env-free Ray worker, each test subprocess) would otherwise pay for a path it
+rarely takes (docs/performance.md, "Start-up").
 
 Shape legend: B batch, N nodes, K neighbour slots, E edges, H heads, d head dim, F features.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor
-from torch_geometric.data import Batch, Data
-from torch_geometric.utils import coalesce, scatter
-from torch_geometric.utils import softmax as segment_softmax
+
+if TYPE_CHECKING:
+    from torch_geometric.data import Batch
 
 
 def edge_attention(
@@ -32,6 +37,9 @@ def edge_attention(
     Returns:
         ``(out [Nq_total,H,d], alpha [E,H])``; a query with no incoming edge gets zeros.
     """
+    from torch_geometric.utils import scatter
+    from torch_geometric.utils import softmax as segment_softmax
+
     key_index, query_index = edge_index
     score = (Q[query_index] * K[key_index]).sum(dim=-1) * norm_factor  # [E,H]
     alpha = segment_softmax(score, query_index, num_nodes=Q.shape[0])  # [E,H]
@@ -87,6 +95,8 @@ def edge_index_from_neighbors(neighbors: Tensor, node_mask: Tensor) -> Tensor:
     an edge from each real neighbour ``j`` in its list: query i may attend to key j. A neighbour
     listed twice gives one edge, as in the dense adjacency (a duplicate would count twice in softmax).
     """
+    from torch_geometric.utils import coalesce
+
     B, N, K = neighbors.shape
     valid = (neighbors >= 0) & (neighbors < N) & node_mask.unsqueeze(-1)  # [B,N,K], as the dense adjacency
     b, i, k = valid.nonzero(as_tuple=True)
@@ -101,6 +111,8 @@ def to_pyg_batch(node_features: Tensor, node_mask: Tensor, neighbors: Tensor) ->
     ``node_features`` [B,N,F], ``node_mask`` [B,N] bool, ``neighbors`` [B,N,K]. Padding nodes
     are dropped and edges renumbered; ``from_pyg_nodes`` puts node outputs back in place.
     """
+    from torch_geometric.data import Batch, Data
+
     B, N, _ = node_features.shape
     flat_to_compact = torch.cumsum(node_mask.flatten().long(), 0) - 1  # [B*N]
     edge_index = flat_to_compact[edge_index_from_neighbors(neighbors, node_mask)]
