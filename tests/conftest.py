@@ -1,15 +1,24 @@
-"""Shared test fixtures: random padded graphs, and one small trained run."""
+"""Shared test fixtures: random padded graphs, one small trained run, and a local Ray."""
 from __future__ import annotations
 
 import pytest
 
 from bench.synthetic import random_graph
-from tests.helpers import smoke_config
+from tests.helpers import shared_local_ray, smoke_config
 
 
 @pytest.fixture
 def make_graph():
     return random_graph
+
+
+@pytest.fixture
+def local_ray():
+    """This test process's local Ray, 2 CPUs (``tests.helpers.shared_local_ray``)."""
+    import ray
+
+    shared_local_ray()
+    return ray
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,29 @@ N_MAX, K = 12, 5
 """Padded node count and neighbour slots of ``observations``."""
 
 
+_SHARED_RAY: dict[str, str] = {}
+"""The node id of the local Ray ``shared_local_ray`` started in this test process."""
+
+
+def shared_local_ray() -> None:
+    """Make sure this test process is connected to its shared local Ray (2 CPUs, this machine only).
+
+    The first test that asks starts it, and later ones find it running: starting a Ray costs about
+    5 s on 2 cores, and its pooled workers keep the project's modules imported from one task to the
+    next. A test that shut it down or started another (a simulated cluster) leaves the next one a
+    fresh start. Never stopped by a test: Ray stops it when the test process exits. "local" means a
+    Ray of this process's own, never the simulated cluster another test process may be running.
+    """
+    import ray
+
+    if ray.is_initialized() and ray.get_runtime_context().get_node_id() == _SHARED_RAY.get("node"):
+        return
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="warning")
+    _SHARED_RAY["node"] = ray.get_runtime_context().get_node_id()
+
+
 def smoke_config(run_dir, *overrides):
     """``configs/smoke.yaml`` writing into ``run_dir``, with dotted overrides."""
     return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import ablate
-from tests.helpers import SMOKE
+from tests.helpers import SMOKE, shared_local_ray
 
 ARGS = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2",
         "ppo.total_timesteps=64"]
@@ -15,6 +15,7 @@ ARGS = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory):
+    shared_local_ray()  # each ablate.main below runs on it, as on a cluster given by --address
     out = tmp_path_factory.mktemp("ablation")
     assert ablate.main([*ARGS, "--out", str(out)]) == 0
     return out
@@ -60,7 +61,7 @@ def test_each_run_keeps_its_episodes_for_a_paired_comparison(sweep, capsys):
     assert "agent" in capsys.readouterr().out
 
 
-def test_rerun_skips_finished_runs_and_resumes_a_killed_one(sweep):
+def test_rerun_skips_finished_runs_and_resumes_a_killed_one(sweep, local_ray):
     finished = sweep / "model.n_heads=1_seed1"
     killed = sweep / "model.n_heads=2_seed2"
     stamp = (finished / "result.json").stat().st_mtime_ns
@@ -84,7 +85,7 @@ def test_a_bad_sweep_key_or_env_setting_is_named_before_any_run(capsys, tmp_path
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
-def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluations_rerun(sweep, capsys):
+def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluations_rerun(sweep, capsys, local_ray):
     finished = sweep / "model.n_heads=1_seed1"
     before = {p.name: p.stat().st_mtime_ns for p in sweep.rglob("*") if p.is_file()}
     assert ablate.main([*ARGS[:-1], "ppo.total_timesteps=128", "--out", str(sweep)]) == 2
@@ -101,7 +102,7 @@ def test_a_rerun_with_other_settings_is_refused_naming_them_and_other_evaluation
     assert "3 held-out episodes" in (sweep / "results.md").read_text()
 
 
-def test_a_result_recorded_before_a_curve_was_kept_is_evaluated_again_not_retrained(sweep):
+def test_a_result_recorded_before_a_curve_was_kept_is_evaluated_again_not_retrained(sweep, local_ray):
     finished = sweep / "model.n_heads=1_seed1"
     result = json.loads((finished / "result.json").read_text())
     steps, travel = result["curves"]["travel"]
@@ -117,7 +118,7 @@ def test_a_result_recorded_before_a_curve_was_kept_is_evaluated_again_not_retrai
     assert {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")} == checkpoints
 
 
-def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path):
+def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path, local_ray):
     import shutil
 
     original = shutil.copytree(sweep, tmp_path / "original")  # results.json hold this folder's paths...
@@ -141,7 +142,7 @@ def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path):
 
 
 @pytest.mark.parametrize("how", ["ctrl-c", "kill"])
-def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, how):
+def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, how, local_ray):
     """Ctrl-C reaches the terminal's whole process group; ``kill PID`` sends SIGTERM to the driver only."""
     import signal
     import subprocess
@@ -219,9 +220,8 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
     assert all(torch.equal(final["model"][k], straight["model"][k]) for k in straight["model"])
 
 
-def test_report_writes_the_finished_runs_and_starts_nothing(tmp_path, capsys):
-    import ray
-
+def test_report_writes_the_finished_runs_and_starts_nothing(tmp_path, capsys, local_ray):
+    ray = local_ray
     partial = tmp_path / "partial"
     args = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2", "--out", str(partial)]
     assert ablate.main([*args, "ppo.total_timesteps=32", "--heads", "1", "--seeds", "1"]) == 0  # one finished run
