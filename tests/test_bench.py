@@ -28,11 +28,10 @@ from tests.helpers import ROOT, SMOKE
      "travel revealed_2_noise_0.1_worlds_2 / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
     (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
-    (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--seconds", "0.5"], "| PASSIVE |"),
+    (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--competitor", "libgomp",
+                  "--seconds", "0.5"], "| PASSIVE |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--alone-rounds", "1", "--settings", "THREADS=1"],
      "| THREADS=1 (steps/s) |"),
-    (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "project", "--competitor", "libgomp",
-                  "--seconds", "0.5"], "| project |"),
     (update_split, ["--config", str(SMOKE), "--updates", "1"], "|   backward | "),
     (best_move, ["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16"],
      "agent and greedy agree on"),
