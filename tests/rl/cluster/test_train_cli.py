@@ -3,6 +3,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -14,36 +15,44 @@ from rl.trainer import Trainer
 from tests.helpers import ROOT, SMOKE
 
 
-def ray_processes(ignore: frozenset[str] = frozenset(), wait_s: float = 20) -> list[str]:
-    """Ray's own processes on this machine (a local cluster's GCS server and raylet, its workers),
-    as "PID program", other than the PIDs in ``ignore``, once none is left or after ``wait_s`` (a
-    shut-down Ray takes a moment to exit)."""
+OWNER = "TEST_RAY_OWNER"
+"""An environment variable that marks the processes of one test, the Rays it starts included."""
+
+
+def ray_processes(owner: str, wait_s: float = 20) -> list[str]:
+    """Ray's own processes on this machine (a local cluster's GCS server and raylet, its workers)
+    that carry ``OWNER=owner`` in their environment, as "PID program", once none is left or after
+    ``wait_s`` (a shut-down Ray takes a moment to exit). A Ray's processes inherit the environment of
+    the program that started it, so the Rays of other tests running beside this one never count."""
+    mark = f"{OWNER}={owner}".encode()
     deadline = time.time() + wait_s
     while True:
         found = []
         for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
             try:
                 program = cmdline.read_bytes().split(b"\0")[0].decode(errors="replace")
+                is_ray = program.endswith(("/gcs_server", "/raylet")) or program.startswith("ray::")
+                if is_ray and mark in (cmdline.parent / "environ").read_bytes().split(b"\0"):
+                    found.append(f"{cmdline.parent.name} {program}")
             except OSError:  # gone meanwhile
                 continue
-            pid = cmdline.parent.name
-            if (program.endswith(("/gcs_server", "/raylet")) or program.startswith("ray::")) and pid not in ignore:
-                found.append(f"{pid} {program}")
         if not found or time.time() > deadline:
             return found
         time.sleep(0.5)
 
 
-@pytest.fixture(autouse=True)
-def others_rays() -> frozenset[str]:
-    """The Ray processes running before the test (a sweep or a cluster beside the tests): not the
-    test's to leave behind. Each test checks that no other is left when it ends."""
+@pytest.fixture
+def owner(monkeypatch) -> str:
+    """This test's mark, in its environment and so in that of every process it starts. The test
+    process's shared Ray is shut down: the test watches Rays start and stop on their own."""
+    mark = uuid.uuid4().hex
+    monkeypatch.setenv(OWNER, mark)
     if ray.is_initialized():
         ray.shutdown()
-    return frozenset(process.split()[0] for process in ray_processes(wait_s=5))  # their PIDs
+    return mark
 
 
-def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path, others_rays):
+def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path, owner):
     run_dir = tmp_path / "run"
     command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=ray",
                "env.workers=2", "ppo.total_timesteps=100000", "run.image_every=0", "run.checkpoint_every=1000"]
@@ -51,6 +60,7 @@ def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path, others_ray
     deadline = time.time() + 120
     while not list(run_dir.glob("events.*")) and time.time() < deadline:  # workers up, training under way
         time.sleep(0.2)
+    assert ray_processes(owner, wait_s=0), "the mark must reach the Ray that train.py started"
     time.sleep(3)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
@@ -61,12 +71,12 @@ def test_ctrl_c_saves_stops_the_workers_and_the_run_resumes(tmp_path, others_ray
                                                  f"{newest}; continue with: python train.py --resume {run_dir}")
     assert "Traceback" not in err
     time.sleep(1)
-    assert ray_processes(others_rays) == []  # the actors and the local cluster it started are gone
+    assert ray_processes(owner) == []  # the actors and the local cluster it started are gone
 
     trainer = Trainer.resume(run_dir)  # starts its own local Ray again, and stops it at the end
     trainer.train(max_updates=1, progress=False)
     assert load_checkpoint(latest_checkpoint(run_dir))["update"] == update + 1
-    assert not ray.is_initialized() and ray_processes(others_rays) == []
+    assert not ray.is_initialized() and ray_processes(owner) == []
 
 
 def test_an_unreachable_cluster_is_named_before_anything_is_written(tmp_path, capsys):
