@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from bench.synthetic import random_graph
-from tests.helpers import shared_local_ray, smoke_config
+from tests.helpers import release_shared_local_ray, shared_local_ray, smoke_config
 
 
 @pytest.fixture
@@ -14,11 +14,13 @@ def make_graph():
 
 @pytest.fixture
 def local_ray():
-    """This test process's local Ray, 2 CPUs (``tests.helpers.shared_local_ray``)."""
+    """This test process's local Ray, 2 CPUs (``tests.helpers.shared_local_ray``), left with its
+    CPUs free for the next test (``release_shared_local_ray``)."""
     import ray
 
     shared_local_ray()
-    return ray
+    yield ray
+    release_shared_local_ray()
 
 
 @pytest.fixture(scope="session")

@@ -53,6 +53,22 @@ def shared_local_ray() -> None:
     _SHARED_RAY["node"] = ray.get_runtime_context().get_node_id()
 
 
+def release_shared_local_ray(wait_s: float = 10) -> None:
+    """After a test on the shared Ray: wait until its 2 CPUs are free again, or stop it if they are
+    not within ``wait_s`` (an actor or task the test left behind), so that the next test does not
+    wait for them for ever."""
+    import ray
+
+    if not ray.is_initialized() or ray.get_runtime_context().get_node_id() != _SHARED_RAY.get("node"):
+        return
+    deadline = time.time() + wait_s
+    while ray.available_resources().get("CPU", 0) < 2:
+        if time.time() > deadline:
+            ray.shutdown()
+            return
+        time.sleep(0.05)
+
+
 def smoke_config(run_dir, *overrides):
     """``configs/smoke.yaml`` writing into ``run_dir``, with dotted overrides."""
     return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])
