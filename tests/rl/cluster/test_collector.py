@@ -35,7 +35,7 @@ def test_ray_rollouts_equal_the_in_process_collectors(local_ray, tmp_path, gae_v
 
 
 def test_a_worker_killed_mid_rollout_is_replaced_and_the_rollout_is_the_same(local_ray, tmp_path, caplog):
-    overrides = ("env.num_envs=2", "ppo.num_steps=100", "env.kwargs.max_steps=40")
+    overrides = ("env.num_envs=2", "ppo.num_steps=50", "env.kwargs.max_steps=20")  # 2-3 episodes end in each
     config = smoke_config(tmp_path, *overrides)
     torch.manual_seed(0)
     policy = PolicyNet(config.model)

@@ -13,7 +13,7 @@ from rl.trainer import Trainer
 from tests.helpers import kill_worker_mid_collect, smoke_config
 
 RAY = ("env.vector=ray", "env.workers=2")
-ROLLOUTS_WITH_RESETS = ("ppo.num_steps=100", "ppo.total_timesteps=600", "env.kwargs.max_steps=40", "run.image_every=0")
+ROLLOUTS_WITH_RESETS = ("ppo.num_steps=50", "ppo.total_timesteps=300", "env.kwargs.max_steps=20", "run.image_every=0")
 
 
 def final_weights(trainer: Trainer) -> dict[str, torch.Tensor]:
