@@ -34,6 +34,13 @@ _SHARED_RAY: dict[str, str] = {}
 """The node id of the local Ray ``shared_local_ray`` started in this test process."""
 
 
+def _on_shared_ray() -> bool:
+    """Whether this process is connected to the Ray ``shared_local_ray`` started."""
+    import ray
+
+    return ray.is_initialized() and ray.get_runtime_context().get_node_id() == _SHARED_RAY.get("node")
+
+
 def shared_local_ray() -> None:
     """Make sure this test process is connected to its shared local Ray (2 CPUs, this machine only).
 
@@ -45,7 +52,7 @@ def shared_local_ray() -> None:
     """
     import ray
 
-    if ray.is_initialized() and ray.get_runtime_context().get_node_id() == _SHARED_RAY.get("node"):
+    if _on_shared_ray():
         return
     if ray.is_initialized():
         ray.shutdown()
@@ -59,7 +66,7 @@ def release_shared_local_ray(wait_s: float = 10) -> None:
     wait for them for ever."""
     import ray
 
-    if not ray.is_initialized() or ray.get_runtime_context().get_node_id() != _SHARED_RAY.get("node"):
+    if not _on_shared_ray():
         return
     deadline = time.time() + wait_s
     while ray.available_resources().get("CPU", 0) < 2:
