@@ -29,10 +29,9 @@ def smoke_run(tmp_path_factory):
     import train
     from rl.checkpoint import latest_checkpoint
     from rl.trainer import Trainer
-    from viz.heatmaps import attention_heatmaps
 
     run_dir = tmp_path_factory.mktemp("smoke")
-    Trainer.create(smoke_config(run_dir), run_dir, attention_heatmaps).train(max_updates=2)
+    Trainer.create(smoke_config(run_dir), run_dir, train.attention_heatmaps).train(max_updates=2)  # draws at update 2
     assert latest_checkpoint(run_dir).name == "checkpoint_000002.pt"
     assert train.main(["--resume", str(run_dir)]) == 0
     return run_dir
