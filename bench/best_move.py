@@ -1,7 +1,7 @@
 """Benchmark: how often the agent's move and greedy's (and the planner's) are the best one, on the same states.
 
     python -m bench.best_move [--checkpoint pretrained/dungeon.pt] [--episodes 24] [--seed 10000]
-        [--env KEY=VALUE ...]
+        [--reveal D ...] [--env KEY=VALUE ...]
 
 The agent (its argmax) plays ``--episodes`` episodes of its own config's env (``--env`` changes it,
 as in ``evaluate.py``; seeds ``--seed``, ``--seed + 1``, ...). At every state the lookahead prices
@@ -11,7 +11,15 @@ cheapest: how often each is a best move, their mean regret in node spacings (cap
 ``rl.imitation.REGRET_CAP``), how often the two agree, and where they differ, which is cheaper.
 It shows how far the agent's decisions are from greedy's, state by state, which the travel
 ratios of whole episodes do not. When the checkpoint carries a map predictor
-(``pretrained/dungeon.pt``), the planner's move on the same states is scored too.
+(``pretrained/dungeon.pt``), the planner's move on the same states is scored too; each
+``--reveal D`` scores the lookahead in a world that knows the true map D steps past the known
+cells (``env.lookahead.revealed_within``, a diagnostic).
+
+Then by what is at stake: on the states where the agent's two likeliest moves differ in C, binned
+by that difference in cells (``STAKES``), how often each move is *right* (no dearer than the
+cheaper of the two) and what share of the agent's regret over the cheaper of the two falls in the
+bin. A policy could lose its travel in many small decisions or in a few costly ones; this says
+which (docs/results.md, section 8, "Where the agent loses").
 """
 from __future__ import annotations
 
@@ -23,7 +31,7 @@ import torch
 
 import env  # noqa: F401  (registers the envs)
 from env.baselines import greedy
-from env.lookahead import lookahead_costs
+from env.lookahead import guessed_lookahead, lookahead_costs, revealed_within
 from env.observation import ACTION_MASK
 from graph_batch import forward_each
 from rl.envs import with_env_overrides
@@ -32,21 +40,52 @@ from rl.imitation import REGRET_CAP, node_spacing
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
 from rl.pretrained import read_planner
 
+STAKES = (0.0, 2.0, 4.0, 8.0, 16.0, 32.0, np.inf)
+"""Bin edges, in cells, of the difference in C between the agent's two likeliest moves."""
+
+
+def stakes_table(first: np.ndarray, second: np.ndarray, chosen: dict[str, np.ndarray]) -> list[str]:
+    """Markdown rows, one per ``STAKES`` bin, over the states where the agent's two likeliest moves
+    differ in cost: [S] C of its ``first`` and ``second`` move, and ``chosen[name]`` [S] the C of each
+    scored move. A move is right when no dearer than the cheaper of the two; the agent's regret is
+    C(first) less that."""
+    gap, cheaper = np.abs(first - second), np.minimum(first, second)
+    regret = first - cheaper
+    names = list(chosen)
+    lines = [f"| at stake (cells) | states | {' | '.join(f'{n} right' for n in names)} | "
+             "share of the agent's regret |", "| --- " * (len(names) + 3) + "|"]
+    for low, high in zip(STAKES[:-1], STAKES[1:]):
+        rows = (gap > low) & (gap <= high)
+        if not rows.any():
+            continue
+        right = " | ".join(f"{np.mean(chosen[n][rows] <= cheaper[rows]):.3f}" for n in names)
+        bin_name = f"({low:g}, {high:g}]" if np.isfinite(high) else f"more than {low:g}"
+        lines.append(f"| {bin_name} | {rows.sum()} | {right} | {regret[rows].sum() / max(regret.sum(), 1e-9):.2f} |")
+    return lines
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="pretrained/dungeon.pt")
     parser.add_argument("--episodes", type=int, default=24)
     parser.add_argument("--seed", type=int, default=10_000)
+    parser.add_argument("--reveal", type=int, action="append", default=[], metavar="D",
+                        help="also score the lookahead that knows the true map D steps out (repeatable)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="as evaluate.py's --env")
     args = parser.parse_args()
+    if any(d < 0 for d in args.reveal):
+        parser.error(f"--reveal: a number of steps, 0 or more; got {args.reveal}")
     policy, config = load_policy(args.checkpoint)
     env_config = with_env_overrides(config.env, args.env)
     world = gym.make(env_config.id, **env_config.kwargs)
     spacing = node_spacing(env_config.kwargs)
     carried = read_planner(args.checkpoint)
     planner = None if carried is None else planning_actor(policy, predicted_guess(carried[0]), carried[1])
-    regret: dict[str, list[float]] = {"agent": [], "greedy": [], **({PLANNER: []} if planner else {})}
+    revealed = {f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal}
+    regret: dict[str, list[float]] = {"agent": [], "greedy": [], **({PLANNER: []} if planner else {}),
+                                      **{name: [] for name in revealed}}
+    two_moves: list[tuple[float, float]] = []  # C of the agent's two likeliest moves, where finite
+    chosen: dict[str, list[float]] = {name: [] for name in regret}  # C of each move on those states
     agree: list[bool] = []
     agent_gain: list[float] = []  # (C(greedy's move) - C(agent's move)) / spacing where they differ
     for episode in range(args.episodes):
@@ -59,6 +98,13 @@ def main() -> None:
             moves = {"agent": int(logits.argmax(-1)), "greedy": greedy(obs, world)}
             if planner is not None:
                 moves[PLANNER] = planner(obs, world)
+            moves.update({name: act(obs, world) for name, act in revealed.items()})
+            first = moves["agent"]
+            second = next(slot for slot in torch.topk(logits[0], 2).indices.tolist() if slot != first)
+            if obs[ACTION_MASK][second] and np.isfinite(costs[[first, second]]).all():
+                two_moves.append((costs[first], costs[second]))
+                for name, move in moves.items():
+                    chosen[name].append(costs[move])
             if np.isfinite(costs).any():  # a state where no move lets greedy finish says nothing
                 best = costs.min()
                 for name, move in moves.items():
@@ -78,6 +124,12 @@ def main() -> None:
     differ = (f"the agent's move is cheaper on {np.mean(gain > 0):.3f}, greedy's on {np.mean(gain < 0):.3f}, the "
               f"agent's gain {np.mean(gain):.3f} spacings on average" if len(gain) else "nothing to compare")
     print(f"agent and greedy agree on {np.mean(agree):.3f}; where they differ ({len(gain)} states) {differ}")
+    first, second = np.array(two_moves).reshape(-1, 2).T
+    contested = first != second
+    print(f"by what is at stake: the {contested.sum()} states (of {len(first)} with two valid moves) where the "
+          f"agent's two likeliest moves differ in C")
+    print("\n".join(stakes_table(first[contested], second[contested],
+                                 {name: np.array(c)[contested] for name, c in chosen.items()})))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import re
 import signal
 import sys
 
+import numpy as np
 import pytest
 
 import rl.imitation as imitation
@@ -32,8 +33,8 @@ from tests.helpers import ROOT, SMOKE
     (contention, ["--config", str(SMOKE), "--updates", "1", "--alone-rounds", "1", "--settings", "THREADS=1"],
      "| THREADS=1 (steps/s) |"),
     (update_split, ["--config", str(SMOKE), "--updates", "1"], "|   backward | "),
-    (best_move, ["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16"],
-     "agent and greedy agree on"),
+    (best_move, ["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16", "--reveal", "2"],
+     "| agent right | greedy right | revealed_2 right | share of the agent's regret |"),
     (train_speed, ["--config", str(SMOKE), "--init-from", "", "--updates", "2", "--rounds", "1",
                    "--variant", "ppo.update_epochs=1"], "| ppo.update_epochs=1 |"),
     (forward_groups, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1", "--groups", "1", "2"],
@@ -48,6 +49,18 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
     module.main()
     assert expected in capsys.readouterr().out
+
+
+def test_stakes_table_bins_the_agents_two_moves_by_what_is_at_stake():
+    """Hand-computed: four states whose two likeliest moves differ by 1, 3, 20 and 40 cells; the
+    agent takes the dearer at 3 and 40 cells (regret 3 + 40 of 43), the other mover at 20."""
+    first = np.array([10.0, 13.0, 50.0, 100.0])
+    second = np.array([11.0, 10.0, 70.0, 60.0])
+    other = np.array([10.0, 10.0, 70.0, 60.0])
+    rows = best_move.stakes_table(first, second, {"agent": first, "other": other})
+    assert rows[0] == "| at stake (cells) | states | agent right | other right | share of the agent's regret |"
+    assert rows[2:] == ["| (0, 2] | 1 | 1.000 | 1.000 | 0.00 |", "| (2, 4] | 1 | 0.000 | 1.000 | 0.07 |",
+                        "| (16, 32] | 1 | 1.000 | 0.000 | 0.00 |", "| more than 32 | 1 | 0.000 | 1.000 | 0.93 |"]
 
 
 def test_make_bench_runs_only_benchmarks_that_exist():
