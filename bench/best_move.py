@@ -126,8 +126,8 @@ def main() -> None:
     print(f"agent and greedy agree on {np.mean(agree):.3f}; where they differ ({len(gain)} states) {differ}")
     first, second = np.array(two_moves).reshape(-1, 2).T
     contested = first != second
-    print(f"by what is at stake: the {contested.sum()} states (of {len(first)} with two valid moves) where the "
-          f"agent's two likeliest moves differ in C")
+    print(f"by what is at stake: the {contested.sum()} states (of {len(first)} with two valid moves, both priced) "
+          f"where the agent's two likeliest moves differ in C")
     print("\n".join(stakes_table(first[contested], second[contested],
                                  {name: np.array(c)[contested] for name, c in chosen.items()})))
 
