@@ -73,6 +73,8 @@ def main() -> None:
                         help="also score the lookahead that knows the true map D steps out (repeatable)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="as evaluate.py's --env")
     args = parser.parse_args()
+    if args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
     if any(d < 0 for d in args.reveal):
         parser.error(f"--reveal: a number of steps, 0 or more; got {args.reveal}")
     policy, config = load_policy(args.checkpoint)

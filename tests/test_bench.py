@@ -63,6 +63,15 @@ def test_stakes_table_bins_the_agents_two_moves_by_what_is_at_stake():
                         "| (16, 32] | 1 | 1.000 | 0.000 | 0.00 |", "| more than 32 | 1 | 0.000 | 1.000 | 0.93 |"]
 
 
+@pytest.mark.parametrize("argv, message", [(["--episodes", "0"], "--episodes must be >= 1, got 0"),
+                                           (["--reveal", "-1"], "--reveal: a number of steps, 0 or more")])
+def test_best_move_refuses_bad_options_before_playing(argv, message, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["best_move", "--checkpoint", "pretrained/default.pt", *argv])
+    with pytest.raises(SystemExit):
+        best_move.main()
+    assert message in capsys.readouterr().err
+
+
 def test_make_bench_runs_only_benchmarks_that_exist():
     """``make bench``'s ``python -m bench.X`` lines name modules of this folder (one renamed once
     left the target failing at its last line)."""
