@@ -102,6 +102,8 @@ def hop_length_by_hand(env, node: int, slot: int) -> float:
     covered = start + line_cells(*(end - start).tolist())
     def centre_line(a, b):  # one cell per unit step along the longer axis, halves away from a
         n = np.abs(b - a).max()
+        if n == 0:  # a route that ends where it starts (two approach nodes on one cell): no segment
+            return a[None]
         return a + np.array([[int(np.floor(t * d / n + 0.5)) if d >= 0 else -int(np.floor(-t * d / n + 0.5))
                               for d in b - a] for t in range(n + 1)])
 

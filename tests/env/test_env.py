@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import env as env_package
@@ -243,6 +243,7 @@ def test_vector_envs_stack_the_dict_observation(vector_cls):
 @settings(max_examples=30, deadline=None)
 @given(family=st.sampled_from(MAP_FAMILIES), size=st.integers(12, 36), seed=st.integers(0, 10**6),
        spacing=st.sampled_from([3, 4]))
+@example(family="obstacles", size=16, seed=3764, spacing=3)  # two approach nodes on one cell, a looping hop between
 def test_random_valid_episodes_keep_the_invariants(family, size, seed, spacing):
     env = GridExploreEnv(map_family=family, map_size=size, node_spacing=spacing, max_steps=80)
     obs, info = env.reset(seed=seed)
