@@ -225,7 +225,8 @@ class ViewpointGraph:
         has none, at the known-free cell nearest its lattice point among those that a known-free
         path from a neighbouring node reaches inside the two lattice points' boxes, that lie
         nearer the lattice point than that node and that see a frontier cell (so the new node has
-        utility). Returns whether any was added.
+        utility). A cell holds one node: where two lattice points would take the same cell, the one
+        nearer it does and the other takes its next such cell, if any. Returns whether any was added.
 
         A narrow passage that no lattice route can yet be seen through (a door off the lattice,
         behind a thick wall) is then entered step by step: the new node stands in or beyond it
@@ -251,16 +252,25 @@ class ViewpointGraph:
         if not node.size:
             return False
         field = PathField(blocked, self.node_rc[node], low, high)
-        best: dict[int, tuple] = {}  # lattice point -> (gap, cell, pair): its nearest useful cell
+        useful: dict[int, list[tuple]] = {}  # lattice point -> [(gap, cell, pair)]: cells that would serve it
         for i, (point, other) in enumerate(pairs.tolist()):
             here, goal = tuple(self.node_rc[node[i]].tolist()), geometry.lattice_rc[other].tolist()
             gap = lambda c: (c[0] - goal[0]) ** 2 + (c[1] - goal[1]) ** 2  # noqa: E731
             cells = [c for c in field.reached(i) if gap(c) < gap(here)]
             sees = self._utility_at(flat_index(np.array(cells, dtype=np.int64).reshape(-1, 2), p, self.stride),
                                     belief, frontier)
-            useful = [(gap(c), c, i) for c, u in zip(cells, sees) if u]
-            if useful:
-                best[other] = min(useful + ([best[other]] if other in best else []))
+            useful.setdefault(other, []).extend((gap(c), c, i) for c, u in zip(cells, sees) if u)
+        # Each lattice point its nearest useful cell, one node a cell: the points nearest a cell choose
+        # first, and a cell a node already stands on is taken (two nodes on one cell were joined by a
+        # hop that ended where it started: tests/env/test_env.py's @example).
+        taken = {tuple(rc) for rc in self.node_rc[: self.n_nodes].tolist()}
+        chosen: dict[int, tuple] = {}  # lattice point -> (gap, cell, pair)
+        for other, options in sorted(useful.items(), key=lambda item: min(item[1], default=(np.inf,))):
+            free = [option for option in sorted(options) if option[1] not in taken]
+            if free:
+                chosen[other] = free[0]
+                taken.add(free[0][1])
+        best = {other: chosen[other] for other in useful if other in chosen}  # nodes numbered in pair order
         for other, (_, cell, i) in best.items():
             self._add_approach(int(pairs[i, 0]), int(step[i]), other, cell, field.route(i, cell))
         if best:
