@@ -260,16 +260,17 @@ class ViewpointGraph:
             sees = self._utility_at(flat_index(np.array(cells, dtype=np.int64).reshape(-1, 2), p, self.stride),
                                     belief, frontier)
             useful.setdefault(other, []).extend((gap(c), c, i) for c, u in zip(cells, sees) if u)
-        # Each lattice point its nearest useful cell, one node a cell: the points nearest a cell choose
-        # first, and a cell a node already stands on is taken (two nodes on one cell were joined by a
-        # hop that ended where it started: tests/env/test_env.py's @example).
-        taken = {tuple(rc) for rc in self.node_rc[: self.n_nodes].tolist()}
+        # Each lattice point its nearest useful cell, one node a cell, the points nearest a cell choosing
+        # first (two nodes on one cell were joined by a hop that ended where it started:
+        # tests/env/test_env.py's @example). No node stands on a useful cell: none sees a frontier.
+        taken: set[tuple[int, int]] = set()
         chosen: dict[int, tuple] = {}  # lattice point -> (gap, cell, pair)
-        for other, options in sorted(useful.items(), key=lambda item: min(item[1], default=(np.inf,))):
-            free = [option for option in sorted(options) if option[1] not in taken]
-            if free:
-                chosen[other] = free[0]
-                taken.add(free[0][1])
+        ranked = sorted((sorted(options), other) for other, options in useful.items() if options)
+        for options, other in ranked:
+            free = next((option for option in options if option[1] not in taken), None)
+            if free is not None:
+                chosen[other] = free
+                taken.add(free[1])
         best = {other: chosen[other] for other in useful if other in chosen}  # nodes numbered in pair order
         for other, (_, cell, i) in best.items():
             self._add_approach(int(pairs[i, 0]), int(step[i]), other, cell, field.route(i, cell))
