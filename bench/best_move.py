@@ -1,7 +1,7 @@
 """Benchmark: how often the agent's move and greedy's (and the planner's) are the best one, on the same states.
 
     python -m bench.best_move [--checkpoint pretrained/dungeon.pt] [--episodes 24] [--seed 10000]
-        [--reveal D ...] [--env KEY=VALUE ...]
+        [--reveal D ...] [--picture PATH] [--env KEY=VALUE ...]
 
 The agent (its argmax) plays ``--episodes`` episodes of its own config's env (``--env`` changes it,
 as in ``evaluate.py``; seeds ``--seed``, ``--seed + 1``, ...). At every state the lookahead prices
@@ -19,11 +19,14 @@ Then by what is at stake: on the states where the agent's two likeliest moves di
 by that difference in cells (``STAKES``), how often each move is *right* (no dearer than the
 cheaper of the two) and what share of the agent's regret over the cheaper of the two falls in the
 bin. A policy could lose its travel in many small decisions or in a few costly ones; this says
-which (docs/results.md, section 8, "Where the agent loses").
+which (docs/results.md, section 8, "Where the agent loses"). ``--picture PATH`` draws the costliest
+of the agent's mistakes there (``viz.decision``): the state where its first move is dearer than its
+second by the most, with the route greedy travels after each on the true map.
 """
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -31,7 +34,8 @@ import torch
 
 import env  # noqa: F401  (registers the envs)
 from env.baselines import greedy
-from env.lookahead import guessed_lookahead, lookahead_costs, revealed_within
+from env.grid_explore import GridExploreEnv
+from env.lookahead import guessed_lookahead, lookahead_costs, played_after, revealed_within
 from env.observation import ACTION_MASK
 from graph_batch import forward_each
 from rl.envs import with_env_overrides
@@ -39,6 +43,7 @@ from rl.evaluation import load_policy
 from rl.imitation import REGRET_CAP, node_spacing
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
 from rl.pretrained import read_planner
+from rl.atomic import check_writable
 
 STAKES = (0.0, 2.0, 4.0, 8.0, 16.0, 32.0, np.inf)
 """Bin edges, in cells, of the difference in C between the agent's two likeliest moves."""
@@ -64,6 +69,38 @@ def stakes_table(first: np.ndarray, second: np.ndarray, chosen: dict[str, np.nda
     return lines
 
 
+class CostliestMistake:
+    """The state, among those offered, where the agent's likeliest move is dearer than its second by
+    the most: a copy of the world there, its two slots and their probabilities."""
+
+    def __init__(self):
+        self.gap, self.world, self.slots, self.probs = 0.0, None, (0, 0), (0.0, 0.0)
+
+    def offer(self, world: GridExploreEnv, costs: np.ndarray, slots: tuple[int, int], probs: tuple[float, float]):
+        gap = costs[slots[0]] - costs[slots[1]]
+        if gap > self.gap:
+            self.gap, self.world, self.slots, self.probs = gap, world.lookahead_copy(), slots, probs
+
+    def draw(self, path: Path) -> str:
+        """The picture at ``path`` (``viz.decision``), or why there is none; a line to print."""
+        if self.world is None:
+            return "no picture: the agent never took the dearer of its two likeliest moves"
+        from viz.decision import Candidate, decision_figure  # matplotlib only when asked for
+        path.parent.mkdir(parents=True, exist_ok=True)
+        world, p = self.world, self.world.pad
+        start, targets = len(world.path) - 1, world.robot_neighbors()
+        candidates = []
+        for name, slot, prob in zip(("the agent's move", "its second"), self.slots, self.probs):
+            played, _ = played_after(world, slot)
+            to_end = played.travel_distance - world.travel_distance
+            candidates.append(Candidate(f"{name} (p = {prob:.2f}): {to_end:.1f} cells to the end",
+                                        tuple(world.graph.node_rc[targets[slot]]), np.array(played.path[start:])))
+        where = f"{world.map_file or 'a procedural map'}, step {world.steps}"
+        decision_figure(world.belief[p:-p, p:-p], world.grid_map.occupied, candidates, path,
+                        f"{where}: the agent's move {self.gap:.1f} cells dearer than its second")
+        return f"the costliest mistake ({where}, {self.gap:.1f} cells): {path}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default="pretrained/dungeon.pt")
@@ -71,12 +108,18 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=10_000)
     parser.add_argument("--reveal", type=int, action="append", default=[], metavar="D",
                         help="also score the lookahead that knows the true map D steps out (repeatable)")
+    parser.add_argument("--picture", type=Path, help="draw the agent's costliest mistake here (a PNG)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="as evaluate.py's --env")
     args = parser.parse_args()
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     if any(d < 0 for d in args.reveal):
         parser.error(f"--reveal: a number of steps, 0 or more; got {args.reveal}")
+    if args.picture is not None:
+        try:
+            check_writable(args.picture)
+        except ValueError as error:  # now, not after the episodes
+            parser.error(f"--picture: {error}")
     policy, config = load_policy(args.checkpoint)
     env_config = with_env_overrides(config.env, args.env)
     world = gym.make(env_config.id, **env_config.kwargs)
@@ -90,6 +133,7 @@ def main() -> None:
     chosen: dict[str, list[float]] = {name: [] for name in regret}  # C of each move on those states
     agree: list[bool] = []
     agent_gain: list[float] = []  # (C(greedy's move) - C(agent's move)) / spacing where they differ
+    mistake = CostliestMistake()
     for episode in range(args.episodes):
         obs, _ = world.reset(seed=args.seed + episode)
         over = False
@@ -105,6 +149,9 @@ def main() -> None:
             second = next(slot for slot in torch.topk(logits[0], 2).indices.tolist() if slot != first)
             if obs[ACTION_MASK][second] and np.isfinite(costs[[first, second]]).all():
                 two_moves.append((costs[first], costs[second]))
+                if args.picture is not None:
+                    probs = torch.softmax(logits[0], -1)
+                    mistake.offer(world.unwrapped, costs, (first, second), (float(probs[first]), float(probs[second])))
                 for name, move in moves.items():
                     chosen[name].append(costs[move])
             if np.isfinite(costs).any():  # a state where no move lets greedy finish says nothing
@@ -132,6 +179,8 @@ def main() -> None:
           f"where the agent's two likeliest moves differ in C")
     print("\n".join(stakes_table(first[contested], second[contested],
                                  {name: np.array(c)[contested] for name, c in chosen.items()})))
+    if args.picture is not None:
+        print(mistake.draw(args.picture))
 
 
 if __name__ == "__main__":

@@ -51,14 +51,22 @@ LOOKAHEAD_COSTS = "lookahead_costs"
 """The ``info`` key of C(s, .) for the state the env is in after this reset or step."""
 
 
-def travel_after(world: GridExploreEnv, slot: int) -> float:
-    """C(s, slot): the travel at the end of the episode if the robot takes ``slot`` in ``world``
-    and then plays greedy; infinite if the step limit comes first. ``world`` is left as it was."""
+def played_after(world: GridExploreEnv, slot: int) -> tuple[GridExploreEnv, bool]:
+    """A copy of ``world`` in which the robot has taken ``slot`` and greedy has then played to the
+    end (its ``path`` ends with the route travelled), and whether its episode terminated (else
+    the step limit came first or it ended stuck). ``world`` is left as it was."""
     world = world.lookahead_copy()
     _, terminated = world.play(slot)
     if not terminated:  # a stuck copy ends its episode; past the step limit no moves are left
         _, _, terminated = play_greedy(world, world.config.max_steps - world.steps)
-    return world.travel_distance if terminated else float("inf")
+    return world, terminated
+
+
+def travel_after(world: GridExploreEnv, slot: int) -> float:
+    """C(s, slot): the travel at the end of the episode if the robot takes ``slot`` in ``world``
+    and then plays greedy (``played_after``); infinite if the step limit comes first."""
+    played, terminated = played_after(world, slot)
+    return played.travel_distance if terminated else float("inf")
 
 
 def travel_after_each(world: GridExploreEnv, slots: np.ndarray, continuation: Continuation) -> np.ndarray:

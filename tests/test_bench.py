@@ -5,10 +5,15 @@ import re
 import signal
 import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
+from PIL import Image
 
 import rl.imitation as imitation
+from env.lookahead import travel_after
+from env.observation import ACTION_MASK
+from graph_batch import forward_each
 from rl.evaluation import load_policy
 from rl.imitation import Labelled, fit_on
 import torch
@@ -206,3 +211,42 @@ def test_imitation_fit_refuses_settings_whose_features_are_not_leading_columns(t
     with pytest.raises(SystemExit):
         imitation_fit.main()
     assert "not the leading columns of" in capsys.readouterr().err
+
+
+def test_best_move_draws_the_agents_costliest_mistake(tmp_path, monkeypatch, capsys):
+    """``--picture``: the state where the agent's first move is dearer than its second by the most,
+    drawn; the printed gap is the largest C(first) - C(second) the agent met (its states priced
+    again here, independently of the bench's bookkeeping)."""
+    picture = tmp_path / "pictures" / "costly.png"
+    monkeypatch.setattr(sys, "argv", ["best_move", "--checkpoint", "pretrained/default.pt", "--episodes", "2",
+                                      "--env", "map_size=16", "--picture", str(picture)])
+    best_move.main()
+    line = capsys.readouterr().out.splitlines()[-1]
+    assert line.startswith("the costliest mistake (a procedural map, step ") and line.endswith(f"): {picture}")
+    assert Image.open(picture).size[0] > 2.5 * Image.open(picture).size[1]
+    policy, config = load_policy(ROOT / "pretrained" / "default.pt")
+    world = gym.make(config.env.id, **{**config.env.kwargs, "map_size": 16})
+    gaps = []
+    for episode in range(2):
+        obs, _ = world.reset(seed=10_000 + episode)
+        over = False
+        while not over:
+            with torch.no_grad():
+                logits, _ = forward_each(policy, {key: value[None] for key, value in obs.items()})
+            first, second = torch.topk(logits[0], 2).indices.tolist()
+            if obs[ACTION_MASK][second]:
+                gaps.append(travel_after(world.unwrapped, first) - travel_after(world.unwrapped, second))
+            obs, _, terminated, truncated, _ = world.step(first)
+            over = terminated or truncated
+    gaps = np.array(gaps)[np.isfinite(gaps)]  # the bench weighs both moves only where greedy can finish
+    assert gaps.max() > 0  # these maps hold a mistake to draw
+    assert f", {gaps.max():.1f} cells): " in line
+
+
+def test_best_move_refuses_a_picture_it_could_not_write(tmp_path, monkeypatch, capsys):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(sys, "argv", ["best_move", "--checkpoint", "pretrained/default.pt",
+                                      "--picture", str(tmp_path / "file" / "x.png")])
+    with pytest.raises(SystemExit):
+        best_move.main()
+    assert "--picture: cannot write" in capsys.readouterr().err
