@@ -74,13 +74,29 @@ def staged_source(folder: Path) -> Path:
     build compiles. ninja rebuilds when the compile command changes, and the command names the
     source's path: compiling the checkout's own file rebuilt the kernel for every other copy of
     the code, e.g. each Ray job's ``working_dir`` unpacked under a new session folder (about 20 s
-    a job and node, and again for the checkout afterwards)."""
+    a job and node, and again for the checkout afterwards).
+
+    Two processes staging into an empty folder at once (two test workers, two Ray actors) keep
+    the first one's file: a second write would give it a newer time than the build the first
+    process starts, and ninja would compile it again in the next process to load the kernel."""
     staged = folder / SOURCE.name
     content = SOURCE.read_bytes()
-    if not staged.is_file() or staged.read_bytes() != content:
-        partial = staged.with_name(f"{staged.name}.{os.getpid()}.partial")
-        partial.write_bytes(content)
-        os.replace(partial, staged)  # whole, for a process compiling it at this moment
+    first = not staged.is_file()
+    if not first and staged.read_bytes() == content:
+        return staged
+    partial = staged.with_name(f"{staged.name}.{os.getpid()}.partial")
+    partial.write_bytes(content)
+    if first:
+        try:
+            os.link(partial, staged)  # whole, and only if no other process has staged it meanwhile
+            partial.unlink()
+            return staged
+        except FileExistsError:
+            partial.unlink()
+            return staged
+        except OSError:  # a file system without hard links: written whole, as another version is
+            pass
+    os.replace(partial, staged)  # another version: whole, for a process compiling it at this moment
     return staged
 
 

@@ -1,4 +1,7 @@
 """The compiled neighbour-attention kernel against the reference attention, and how it is built."""
+import os
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -172,3 +175,41 @@ def test_the_loaded_kernel_was_compiled_from_the_staged_source():
     folder = neighbour_kernel.build_directory()
     assert f"compile {folder / 'neighbour_attention.cpp'}\n" in (folder / "build.ninja").read_text()
     assert (folder / "neighbour_attention.cpp").read_bytes() == neighbour_kernel.SOURCE.read_bytes()
+
+
+def test_a_source_staged_meanwhile_by_another_process_is_kept_as_it_is(monkeypatch, tmp_path):
+    """Two processes staging into an empty folder at once: the one that comes second leaves the
+    first one's file, time included, so the build the first starts is not followed by another."""
+    folder = tmp_path / "build"
+    folder.mkdir()
+    source = tmp_path / "checkout" / "neighbour_attention.cpp"
+    source.parent.mkdir()
+    source.write_text("// version 1\n")
+    monkeypatch.setattr(neighbour_kernel, "SOURCE", source)
+    staged = folder / "neighbour_attention.cpp"
+    write_bytes = Path.write_bytes
+
+    def the_other_process_stages_first(self, data):
+        if self.name.endswith(".partial") and not staged.exists():
+            write_bytes(staged, data)
+            os.utime(staged, ns=(10**18, 10**18))
+        return write_bytes(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", the_other_process_stages_first)
+    assert neighbour_kernel.staged_source(folder) == staged
+    assert staged.stat().st_mtime_ns == 10**18 and staged.read_text() == "// version 1\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]  # no partial file left
+
+
+def test_a_file_system_without_hard_links_still_gets_the_source(monkeypatch, tmp_path):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    source = tmp_path / "neighbour_attention.cpp"
+    source.write_text("// version 1\n")
+    monkeypatch.setattr(neighbour_kernel, "SOURCE", source)
+    folder = tmp_path / "build"
+    folder.mkdir()
+    assert neighbour_kernel.staged_source(folder).read_text() == "// version 1\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]
