@@ -4,7 +4,8 @@
         [--reveal D ...] [--picture PATH] [--env KEY=VALUE ...]
 
 The agent (its argmax) plays ``--episodes`` episodes of its own config's env (``--env`` changes it,
-as in ``evaluate.py``; seeds ``--seed``, ``--seed + 1``, ...). At every state the lookahead prices
+as in ``evaluate.py``; seeds ``--seed``, ``--seed + 1``, ...; with a ``map_dir``, episode i plays map i
+of the collection's order, each map once, as ``evaluate.py``'s do). At every state the lookahead prices
 each valid move on the true map (``env.lookahead.lookahead_costs``: C(s, a), the travel when the
 robot takes a and greedy finishes), and the agent's move and greedy's are scored against the
 cheapest: how often each is a best move, their mean regret in node spacings (capped at
@@ -39,7 +40,7 @@ from env.lookahead import guessed_lookahead, lookahead_costs, played_after, reve
 from env.observation import ACTION_MASK
 from graph_batch import forward_each
 from rl.envs import with_env_overrides
-from rl.evaluation import load_policy
+from rl.evaluation import episode_options, load_policy, map_dir_size
 from rl.imitation import REGRET_CAP, node_spacing
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
 from rl.pretrained import read_planner
@@ -122,6 +123,9 @@ def main() -> None:
             parser.error(f"--picture: {error}")
     policy, config = load_policy(args.checkpoint)
     env_config = with_env_overrides(config.env, args.env)
+    maps = map_dir_size(env_config)
+    if maps is not None and args.episodes > maps:
+        parser.error(f"--episodes {args.episodes}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} maps")
     world = gym.make(env_config.id, **env_config.kwargs)
     spacing = node_spacing(env_config.kwargs)
     carried = read_planner(args.checkpoint)
@@ -135,7 +139,7 @@ def main() -> None:
     agent_gain: list[float] = []  # (C(greedy's move) - C(agent's move)) / spacing where they differ
     mistake = CostliestMistake()
     for episode in range(args.episodes):
-        obs, _ = world.reset(seed=args.seed + episode)
+        obs, _ = world.reset(seed=args.seed + episode, options=episode_options(env_config, episode))
         over = False
         while not over:
             costs = lookahead_costs(world.unwrapped, obs[ACTION_MASK])  # [K], inf: masked, or greedy cannot finish

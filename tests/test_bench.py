@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 import rl.imitation as imitation
+from env.grid_explore import GridExploreEnv
 from env.lookahead import travel_after
 from env.observation import ACTION_MASK
 from graph_batch import forward_each
@@ -22,6 +23,7 @@ from bench import (attention_speed, best_move, collector_speed, contention, devi
                    forward_groups,
                    headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
 from tests.helpers import ROOT, SMOKE
+from tests.map_folders import MAP_ORDER, write_maps
 
 
 @pytest.mark.parametrize("module, argv, expected", [
@@ -250,3 +252,29 @@ def test_best_move_refuses_a_picture_it_could_not_write(tmp_path, monkeypatch, c
     with pytest.raises(SystemExit):
         best_move.main()
     assert "--picture: cannot write" in capsys.readouterr().err
+
+
+def test_best_move_plays_each_map_of_a_folder_once_in_order(tmp_path, monkeypatch, capsys):
+    """With a ``map_dir``, episode i plays map i of the collection's order, as evaluate.py's do:
+    seeds drawn maps at random, and two episodes of one map (the same start marker) counted one
+    state twice. More episodes than maps is refused before any plays."""
+    folder = write_maps(tmp_path / "maps")
+    played = []
+    reset = GridExploreEnv.reset
+
+    def spy(self, *args, **kwargs):
+        obs, info = reset(self, *args, **kwargs)
+        played.append(info["map_file"])
+        return obs, info
+
+    monkeypatch.setattr(GridExploreEnv, "reset", spy)
+    argv = ["best_move", "--checkpoint", "pretrained/default.pt", "--env", f"map_dir={folder}"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--episodes", "3"])
+    best_move.main()
+    assert played == MAP_ORDER[:3]
+    assert "states of 3 episodes" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", [*argv, "--episodes", "5"])
+    with pytest.raises(SystemExit):
+        best_move.main()
+    assert f"--episodes 5: map_dir='{folder}' holds 4 maps" in capsys.readouterr().err
+    assert played == MAP_ORDER[:3]
