@@ -24,7 +24,7 @@ import pytest
 import config
 from tests.helpers import ROOT
 
-DOCS = ["docs/reading-guide.md", "docs/architecture.md"]
+DOCS = ["docs/reading-guide.md", "docs/architecture.md", "docs/floor-plans.md"]
 PROJECT_DIRS = ("bench", "configs", "decoder", "docs", "encoder", "env", "rl", "tests", "viz")
 REFERENCE_FILES = {"model.py", "worker.py", "driver.py", "runner.py", "parameter.py", "graph_generator.py",
                    "ground_truth_graph.py", "node.py", "env.py", "agent.py", "local_node_manager_quadtree.py"}
