@@ -39,12 +39,12 @@ from env.grid_explore import GridExploreEnv
 from env.lookahead import guessed_lookahead, lookahead_costs, played_after, revealed_within
 from env.observation import ACTION_MASK
 from graph_batch import forward_each
+from rl.atomic import check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import episode_options, load_policy, map_dir_size
 from rl.imitation import REGRET_CAP, node_spacing
 from rl.map_prediction import PLANNER, planning_actor, predicted_guess
 from rl.pretrained import read_planner
-from rl.atomic import check_writable
 
 STAKES = (0.0, 2.0, 4.0, 8.0, 16.0, 32.0, np.inf)
 """Bin edges, in cells, of the difference in C between the agent's two likeliest moves."""

@@ -86,17 +86,17 @@ def staged_source(folder: Path) -> Path:
         return staged
     partial = staged.with_name(f"{staged.name}.{os.getpid()}.partial")
     partial.write_bytes(content)
-    if first:
-        try:
-            os.link(partial, staged)  # whole, and only if no other process has staged it meanwhile
-            partial.unlink()
-            return staged
-        except FileExistsError:
-            partial.unlink()
-            return staged
-        except OSError:  # a file system without hard links: written whole, as another version is
-            pass
-    os.replace(partial, staged)  # another version: whole, for a process compiling it at this moment
+    if not first:  # another version: replaced whole, for a process compiling it at this moment
+        os.replace(partial, staged)
+        return staged
+    try:
+        os.link(partial, staged)  # whole, and only if no other process has staged it meanwhile
+    except FileExistsError:
+        pass  # another process has: its file stays as it is
+    except OSError:  # a file system without hard links: replaced whole, as another version is
+        os.replace(partial, staged)
+        return staged
+    partial.unlink()
     return staged
 
 
