@@ -72,15 +72,19 @@ def stakes_table(first: np.ndarray, second: np.ndarray, chosen: dict[str, np.nda
 
 class CostliestMistake:
     """The state, among those offered, where the agent's likeliest move is dearer than its second by
-    the most: a copy of the world there, its two slots and their probabilities."""
+    the most: a copy of the world there, its two slots and the agent's probabilities of them."""
 
     def __init__(self):
         self.gap, self.world, self.slots, self.probs = 0.0, None, (0, 0), (0.0, 0.0)
 
-    def offer(self, world: GridExploreEnv, costs: np.ndarray, slots: tuple[int, int], probs: tuple[float, float]):
+    def offer(self, world: GridExploreEnv, costs: np.ndarray, logits: torch.Tensor, slots: tuple[int, int]):
+        """A state: ``costs`` [K] C of each slot, ``logits`` [K] the agent's, ``slots`` its first and
+        second move. Kept (copied) only when its first move is dearer by more than any before."""
         gap = costs[slots[0]] - costs[slots[1]]
         if gap > self.gap:
-            self.gap, self.world, self.slots, self.probs = gap, world.lookahead_copy(), slots, probs
+            probs = torch.softmax(logits, -1)
+            self.gap, self.world, self.slots = gap, world.lookahead_copy(), slots
+            self.probs = (float(probs[slots[0]]), float(probs[slots[1]]))
 
     def draw(self, path: Path) -> str:
         """The picture at ``path`` (``viz.decision``), or why there is none; a line to print."""
@@ -154,8 +158,7 @@ def main() -> None:
             if obs[ACTION_MASK][second] and np.isfinite(costs[[first, second]]).all():
                 two_moves.append((costs[first], costs[second]))
                 if args.picture is not None:
-                    probs = torch.softmax(logits[0], -1)
-                    mistake.offer(world.unwrapped, costs, (first, second), (float(probs[first]), float(probs[second])))
+                    mistake.offer(world.unwrapped, costs, logits[0], (first, second))
                 for name, move in moves.items():
                     chosen[name].append(costs[move])
             if np.isfinite(costs).any():  # a state where no move lets greedy finish says nothing

@@ -31,9 +31,9 @@ def map_guess_figure(belief: np.ndarray, wall_probability: np.ndarray, truth: np
     if not belief.shape == wall_probability.shape == truth.shape:
         raise ValueError(f"belief {belief.shape}, wall_probability {wall_probability.shape} and truth "
                          f"{truth.shape} must have one shape")
-    shade = belief_shade(belief)
-    guess = np.where(belief == UNKNOWN, 1.0 - wall_probability, shade)
-    tinted = unknown_tinted(truth, belief == UNKNOWN)
+    shade, unknown = belief_shade(belief), belief == UNKNOWN
+    guess = np.where(unknown, 1.0 - wall_probability, shade)
+    tinted = unknown_tinted(truth, unknown)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     panels = [(shade, "what the robot knows"), (guess, "the predictor's guess (darker: a wall)"),
               (tinted, "the true map (orange: still unknown)")]
