@@ -146,6 +146,21 @@ def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuati
     return priced
 
 
+def imagined_costs_of_valid(world: GridExploreEnv, guess: Guess, action_mask: np.ndarray,
+                            continuation: Continuation | None = None) -> np.ndarray | None:
+    """[K] ``imagined_costs`` with each slot ``action_mask`` allows and the imagined
+    world does not price (a lookout, a node the guess has no twin for) at the dearest priced
+    one, so that every valid move has a cost; infinite for masked slots. None when the imagined
+    world prices no valid slot."""
+    costs = imagined_costs(world, guess, continuation)
+    valid = np.asarray(action_mask).astype(bool)
+    if costs is None or not np.isfinite(costs[valid]).any():
+        return None
+    costs = np.where(valid, costs, np.inf)
+    costs[valid & ~np.isfinite(costs)] = costs[np.isfinite(costs)].max()
+    return costs
+
+
 def guessed_lookahead(*guesses: Guess) -> Policy:
     """The move after which greedy finishes shortest in the worlds ``guesses`` imagine: each
     slot's ``imagined_costs`` averaged over the worlds that price it; greedy's own move where no
@@ -208,11 +223,19 @@ def revealed_within(distance: int, noise: float = 0.0, seed: int = 0) -> Guess:
 class LookaheadCosts(gym.Wrapper):
     """Adds ``info["lookahead_costs"]``, C(s, .) of the state after each reset and step ([K]
     float32, infinite for masked slots; all infinite once the episode is over), with greedy or
-    ``continuation`` finishing the episode."""
+    ``continuation`` finishing the episode.
 
-    def __init__(self, env: gym.Env, continuation: Continuation | None = None):
+    With ``reveal`` D the costs are priced in the world that knows the true map only D steps
+    past the cells the robot knows free (``revealed_within``: a less privileged teacher than the
+    whole map), each valid move that world does not price at its dearest
+    (``imagined_costs_of_valid``); all infinite where it prices none."""
+
+    def __init__(self, env: gym.Env, continuation: Continuation | None = None, reveal: int | None = None):
         super().__init__(env)
+        if reveal is not None and reveal < 0:
+            raise ValueError(f"reveal={reveal}: a number of steps past the known free cells, 0 or more")
         self.continuation = continuation
+        self.guess = None if reveal is None else revealed_within(reveal)
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
@@ -223,6 +246,10 @@ class LookaheadCosts(gym.Wrapper):
         return obs, reward, terminated, truncated, {**info, LOOKAHEAD_COSTS: self._costs(obs, terminated or truncated)}
 
     def _costs(self, obs: dict, over: bool) -> np.ndarray:
+        unpriced = np.full(len(obs[ACTION_MASK]), np.inf, dtype=np.float32)
         if over:  # the final state: no move follows it
-            return np.full(len(obs[ACTION_MASK]), np.inf, dtype=np.float32)
-        return lookahead_costs(self.env.unwrapped, obs[ACTION_MASK], self.continuation)
+            return unpriced
+        if self.guess is None:
+            return lookahead_costs(self.env.unwrapped, obs[ACTION_MASK], self.continuation)
+        costs = imagined_costs_of_valid(self.env.unwrapped, self.guess, obs[ACTION_MASK], self.continuation)
+        return unpriced if costs is None else costs.astype(np.float32)

@@ -100,13 +100,14 @@ def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
 
 def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indices: Sequence[int] | None = None,
               vector: str | None = None, lookahead_costs: bool = False,
-              continuation: Continuation | None = None) -> gym.vector.VectorEnv:
+              continuation: Continuation | None = None, reveal: int | None = None) -> gym.vector.VectorEnv:
     """The run's envs ``indices`` (default: all ``config.num_envs``), seeded by their global index,
     in a Sync or Async vector env (``vector``, default ``config.vector``; ``ray`` workers hold
     Sync ones) with same-step autoreset; with ``greedy_value`` each also reports W(s)
     (``env.greedy_value.GreedyValue``), with ``lookahead_costs`` C(s, .) (``env.lookahead.LookaheadCosts``,
     computed in the env's own process when ``async``; greedy finishes each play-out, or
-    ``continuation`` if given).
+    ``continuation`` if given; priced on the true map, or with ``reveal`` D only D steps past
+    what the robot knows).
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
     returns the next episode's first observation at once, so no rollout step is wasted. Every map
@@ -119,7 +120,7 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
         def make() -> gym.Env:
             one = make_env(config)
             one = GreedyValue(one) if greedy_value else one
-            return SeededEpisodes(LookaheadCosts(one, continuation) if lookahead_costs else one, run_seed, index)
+            return SeededEpisodes(LookaheadCosts(one, continuation, reveal) if lookahead_costs else one, run_seed, index)
         return make
 
     indices = range(config.num_envs) if indices is None else indices

@@ -38,7 +38,7 @@ from tqdm import tqdm
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import greedy
 from env.grid_explore import GridExploreEnv
-from env.lookahead import Guess, imagined_costs, within_steps
+from env.lookahead import Guess, imagined_costs_of_valid, within_steps
 from env.observation import ACTION_MASK
 from env.sensing import FREE, UNKNOWN
 from graph_batch import forward_each, one_torch_thread
@@ -206,12 +206,10 @@ def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float) -> Acto
             logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
         valid = np.asarray(obs[ACTION_MASK]).astype(bool)
         log_pi = torch.log_softmax(logits[0], dim=-1).numpy()[valid]
-        costs = imagined_costs(world, guess)
-        if costs is None or not np.isfinite(costs).any():
+        costs = imagined_costs_of_valid(world, guess, valid)
+        if costs is None:
             return int(np.flatnonzero(valid)[np.argmax(log_pi)])
-        costs = costs[valid]
-        costs[~np.isfinite(costs)] = costs[np.isfinite(costs)].max()
-        return int(np.flatnonzero(valid)[np.argmin(costs / world.config.node_spacing - prior_weight * log_pi)])
+        return int(np.flatnonzero(valid)[np.argmin(costs[valid] / world.config.node_spacing - prior_weight * log_pi)])
     return act
 
 

@@ -8,11 +8,15 @@ import pytest
 import env  # noqa: F401  (registers the envs)
 from env.baselines import greedy
 from env.lattice import build_lattice, n_steps_for
-from env.lookahead import guessed_lookahead, imagined_costs, lookahead_costs, revealed_within, within_steps
+import env.lookahead as lookahead
+from config import load_config
+from env.lookahead import (LOOKAHEAD_COSTS, LookaheadCosts, guessed_lookahead, imagined_costs, imagined_costs_of_valid,
+                           lookahead_costs, revealed_within, within_steps)
 from env.observation import ACTION_MASK
 from env.sensing import FREE, OCCUPIED, UNKNOWN
+from rl.envs import make_envs
 from rl.evaluation import run_episode
-from tests.helpers import guidepost_continuation
+from tests.helpers import SMOKE, guidepost_continuation
 
 
 def true_map(world):
@@ -168,3 +172,39 @@ def test_a_noisy_reveal_guesses_wrong_only_unknown_cells_in_reach_at_about_its_r
     assert np.array_equal(revealed_within(4, noise=0.0)(world), clean)
     with pytest.raises(ValueError, match="noise=1.5"):
         revealed_within(4, noise=1.5)
+
+
+def test_every_valid_move_the_imagined_world_does_not_price_costs_its_dearest(monkeypatch):
+    world, obs = next(greedy_states(0))
+    priced = {"costs": np.array([5.0, np.inf, 7.0, np.inf, 6.0])}
+    monkeypatch.setattr(lookahead, "imagined_costs", lambda w, guess, continuation=None: priced["costs"])
+    mask = np.array([1, 1, 1, 0, 0], dtype=np.int8)
+    np.testing.assert_array_equal(imagined_costs_of_valid(world, true_map, mask), [5.0, 7.0, 7.0, np.inf, np.inf])
+    priced["costs"] = np.array([np.inf, np.inf, np.inf, np.inf, 6.0])  # only a masked slot priced
+    assert imagined_costs_of_valid(world, true_map, mask) is None
+    priced["costs"] = None  # the robot's node has no twin in the imagined world
+    assert imagined_costs_of_valid(world, true_map, mask) is None
+
+
+def test_costs_with_a_reveal_are_priced_in_the_world_that_knows_the_map_that_far():
+    config = load_config(SMOKE)
+    envs = make_envs(config.env, run_seed=5, vector="sync", lookahead_costs=True, reveal=2)
+    obs, info = envs.reset()
+    rng = np.random.default_rng(0)
+    differ = 0
+    for _ in range(30):
+        for i, one in enumerate(envs.envs):
+            mask = obs[ACTION_MASK][i]
+            expected = imagined_costs_of_valid(one.unwrapped, revealed_within(2), mask)
+            if expected is None:
+                assert np.isinf(info[LOOKAHEAD_COSTS][i]).all()
+                continue
+            np.testing.assert_array_equal(info[LOOKAHEAD_COSTS][i], expected.astype(np.float32))
+            assert np.isfinite(expected[mask == 1]).all() and np.isinf(expected[mask == 0]).all()
+            differ += not np.array_equal(expected, lookahead_costs(one.unwrapped, mask))
+        actions = [int(rng.choice(np.flatnonzero(mask))) for mask in obs[ACTION_MASK]]
+        obs, _, _, _, info = envs.step(actions)
+    envs.close()
+    assert differ > 0  # the reveal, not the whole true map, priced them
+    with pytest.raises(ValueError, match="reveal=-1"):
+        LookaheadCosts(envs.envs[0], reveal=-1)

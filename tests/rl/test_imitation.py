@@ -225,8 +225,17 @@ def test_the_rounds_train_in_the_configs_update_dtype(tmp_path, monkeypatch):
     assert dtypes == [torch.bfloat16]
 
 
+def test_the_reveal_reaches_the_envs_that_label_the_states(tmp_path, monkeypatch):
+    reveals = []
+    real = imitation.make_envs
+    monkeypatch.setattr(imitation, "make_envs", lambda *a, **k: reveals.append(k["reveal"]) or real(*a, **k))
+    assert imitation.main(["--config", "configs/smoke.yaml", "--out", str(tmp_path / "r"), "--rounds", "1",
+                           "--states", "8", "--epochs", "1", "--validation-maps", "1", "--reveal", "3"]) == 0
+    assert reveals == [3]
+
+
 @pytest.mark.parametrize("bad", [["--rounds", "0"], ["--states", "-1"], ["--learning-rate", "0"],
-                                 ["--temperature", "-1"]])
+                                 ["--temperature", "-1"], ["--reveal", "-1"]])
 def test_bad_settings_are_refused_before_anything_is_written(tmp_path, bad, capsys):
     with pytest.raises(SystemExit):
         imitation.main(["--config", "configs/smoke.yaml", "--out", str(tmp_path / "x"), *bad])
