@@ -20,10 +20,11 @@ checked before the first episode, and ``--json`` records each episode's ``map_fi
 
 A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
 ``pretrained/dungeon.pt``) also plays ``planner``: the agent weighing, for each move, the
-lookahead's cost in the world the predictor guesses against a weight times its own
-log-probability (``rl.map_prediction.planning_actor``; docs/results.md section 8, v8).
-``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that predictor
-instead, and ``--prior-weight W`` with that weight (default: the file's, else 0.5). A planner's
+lookahead's cost in the world the predictor guesses (opened as the file says: v14) against a
+weight times its own log-probability (``rl.map_prediction.planner_actor``; docs/results.md section
+8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that
+predictor instead, its guess not opened, and ``--prior-weight W`` with that weight (default: the
+file's, else 0.5). A planner's
 episode costs about ten of the agent's; ``--workers`` splits it across Ray tasks as the rest.
 """
 from __future__ import annotations
@@ -35,13 +36,12 @@ from pathlib import Path
 
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
-from predictor import MapPredictor
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
-from rl.map_prediction import PLANNER, planning_actor, predicted_guess
-from rl.pretrained import DEFAULT_PRIOR_WEIGHT, planner_for
+from rl.map_prediction import PLANNER, planner_actor
+from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
 from stats import format_mean_ci
 
 COLUMNS = {  # summary key -> (header, decimals)
@@ -77,10 +77,10 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tuple[MapPredictor, float] | None:
-    """The map predictor and prior weight ``planner`` plays with: ``--planner``'s file, else the
-    one ``--checkpoint`` carries (None when neither), weighing the agent's log-probability by
-    ``--prior-weight``, else the carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``)."""
+def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Planner | None:
+    """The planner ``planner`` plays: ``--planner``'s file, else the one ``--checkpoint`` carries
+    (None when neither), weighing the agent's log-probability by ``--prior-weight``, else the
+    carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``)."""
     try:
         planner = planner_for(args.checkpoint, args.planner)
     except (FileNotFoundError, ValueError) as error:
@@ -89,8 +89,7 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> tup
         if args.policy == PLANNER:
             parser.error(f"--policy planner: {args.checkpoint} carries no map predictor; name one with --planner")
         return None
-    predictor, weight = planner
-    return predictor, weight if args.prior_weight is None else args.prior_weight
+    return planner if args.prior_weight is None else planner._replace(prior_weight=args.prior_weight)
 
 
 def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace) -> dict:
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         actors[AGENT] = argmax_actor(policy)
         planner = planner_of(args, parser)
         if planner is not None:
-            actors[PLANNER] = planning_actor(policy, predicted_guess(planner[0]), planner[1])
+            actors[PLANNER] = planner_actor(policy, planner)
     elif args.policy == AGENT:
         parser.error("--policy agent needs --checkpoint")
     else:

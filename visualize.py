@@ -51,7 +51,7 @@ from graph_batch import collate
 from rl.atomic import check_writable
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode
-from rl.map_prediction import PLANNER, planning_actor, predicted_guess
+from rl.map_prediction import PLANNER, planner_actor
 from rl.pretrained import planner_for
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
 
     players = {"greedy": greedy, AGENT: argmax_actor(policy)}
     if planner is not None:
-        players[PLANNER] = planning_actor(policy, predicted_guess(planner[0]), planner[1])
+        players[PLANNER] = planner_actor(policy, planner)
     routes_figure(route_finals(players, env, seed, options), args.out / "routes.png")
     env.close()
     frames = []
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(steps)} steps; wrote {args.out}/pointer.gif, routes.png and {2 * len(chosen['encoder'])} "
           f"attention pictures")
     if planner is not None:
-        map_guess_figure(chosen["belief"], planner[0].wall_probability(chosen["belief"]), truth,
+        map_guess_figure(chosen["belief"], planner.predictor.wall_probability(chosen["belief"]), truth,
                          args.out / "map_guess.png", robot=chosen["cell"])
         print(f"wrote {args.out}/map_guess.png (the map predictor's guess at step {at})")
     if others:

@@ -43,7 +43,7 @@ from rl.atomic import check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import episode_options, load_policy, map_dir_size
 from rl.imitation import REGRET_CAP, node_spacing
-from rl.map_prediction import PLANNER, planning_actor, predicted_guess
+from rl.map_prediction import PLANNER, planner_actor
 from rl.pretrained import read_planner
 
 STAKES = (0.0, 2.0, 4.0, 8.0, 16.0, 32.0, np.inf)
@@ -133,7 +133,7 @@ def main() -> None:
     world = gym.make(env_config.id, **env_config.kwargs)
     spacing = node_spacing(env_config.kwargs)
     carried = read_planner(args.checkpoint)
-    planner = None if carried is None else planning_actor(policy, predicted_guess(carried[0]), carried[1])
+    planner = None if carried is None else planner_actor(policy, carried)
     revealed = {f"revealed_{d}": guessed_lookahead(revealed_within(d)) for d in args.reveal}
     regret: dict[str, list[float]] = {"agent": [], "greedy": [], **({PLANNER: []} if planner else {}),
                                       **{name: [] for name in revealed}}

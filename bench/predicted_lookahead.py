@@ -1,7 +1,8 @@
 """Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
 
     python -m bench.predicted_lookahead [--predictor runs/map_predictor.pt] [--checkpoint WEIGHTS]
-        [--prior-weight W ...] [--threshold 0.5] [--within H] [--episodes 100] [--first-episode 0] [--seed 0]
+        [--prior-weight W ...] [--threshold 0.5] [--within H] [--opening W] [--episodes 100] [--first-episode 0]
+        [--seed 0]
         [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
 
 The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
@@ -9,7 +10,8 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
 
 - ``greedy``;
 - ``predicted_lookahead``: ``env.lookahead.guessed_lookahead`` with ``rl.map_prediction``'s
-  guess (a cell is a wall where the predictor gives it more than ``--threshold``);
+  guess (a cell is a wall where the predictor gives it more than ``--threshold``; opened by
+  ``--opening`` W, by default as the checkpoint's planner opens it: ``predicted_guess``);
 - with ``--checkpoint``, ``agent`` (the policy's argmax) and, for each ``--prior-weight W``,
   ``planner_W``: ``rl.map_prediction.planning_actor``, the lookahead's cost in node spacings less
   W times the policy's log-probability.
@@ -43,6 +45,9 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.5, help="a cell is a wall above this probability")
     parser.add_argument("--within", type=int, metavar="H",
                         help="guess walls beyond H steps of a known free cell (default: the predictor everywhere)")
+    parser.add_argument("--opening", type=int, metavar="W",
+                        help="open the guess by W x W squares of free cells, 0 not at all (default: as the "
+                             "checkpoint's planner does)")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--first-episode", type=int, default=0,
                         help="start at this held-out episode (with a map_dir: this map), to split a run")
@@ -58,11 +63,14 @@ def main() -> None:
         parser.error(f"--first-episode {args.first_episode}: an episode index must be 0 or more")
     if any(w < 0 for w in args.prior_weight):
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
+    if args.opening is not None and args.opening < 0:
+        parser.error(f"--opening {args.opening}: the side of a square of free cells, or 0 for none")
     planner = None if args.checkpoint is None and args.predictor is None else planner_for(args.checkpoint,
                                                                                               args.predictor)
     if planner is None:
         parser.error("name a --predictor, or a --checkpoint that carries one (python -m rl.pretrained --planner)")
-    guess = predicted_guess(planner[0], args.threshold, args.within)
+    opening = planner.opening if args.opening is None else args.opening or None
+    guess = predicted_guess(planner.predictor, args.threshold, args.within, opening)
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     maps = map_dir_size(env_config)
     episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes

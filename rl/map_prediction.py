@@ -15,8 +15,10 @@ asks whether a learned guess of those cells can stand in for the truth:
    ``ACCURACY_REACH`` cells, beside the all-walls guess's; with ``--flip`` each minibatch is
    mirrored at random (rows, columns, both or neither), beliefs and truths alike;
 3. **plan**: ``predicted_guess`` turns the predictor into an ``env.lookahead.Guess`` (a cell is a
-   wall where its probability exceeds ``threshold``) and ``planning_actor`` mixes the lookahead in
-   the guessed world with a trained policy's preferences.
+   wall where its probability exceeds ``threshold``; with ``opening``, free slivers narrower than
+   the floor plans' passages walled) and ``planning_actor`` mixes the lookahead in the guessed
+   world with a trained policy's preferences; ``planner_actor`` plays what a pretrained file
+   carries (``rl.pretrained.Planner``).
 
 The file written is a ``predictor.files`` file (weights only), rewritten whole after every epoch;
 Ctrl-C keeps the last one. ``python -m rl.pretrained ... --planner FILE`` carries it inside an
@@ -37,6 +39,7 @@ from tqdm import tqdm
 
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import greedy
+from env.context import summed_area
 from env.grid_explore import GridExploreEnv
 from env.lookahead import Guess, imagined_costs_of_valid, within_steps
 from env.observation import ACTION_MASK
@@ -49,6 +52,7 @@ from rl.atomic import atomic_write
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import Actor
 from rl.interrupt import StopOnSignal, signal_exit_code
+from rl.pretrained import Planner
 
 LOSS_REACH = 12
 """Cells within this many (a square's half-side) of a known free cell count in the loss; the
@@ -170,22 +174,53 @@ def judge(net: MapPredictor, beliefs: torch.Tensor, truths: torch.Tensor, batch:
             "all_walls_accuracy": walls / near}
 
 
-def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | None = None) -> Guess:
+def in_free_squares(free: np.ndarray, width: int) -> np.ndarray:
+    """[H, W] bool: the cells of ``free`` [H, W] that lie in some ``width`` x ``width`` square of
+    free cells (a morphological opening of the free space by that square)."""
+    height, breadth = free.shape
+    if height < width or breadth < width:
+        return np.zeros_like(free)
+    squares = window_sums(free, width) == width * width  # [H-w+1, W-w+1]: the square at (r, c) is all free
+    return window_sums(np.pad(squares, width - 1), width) > 0
+
+
+def window_sums(mask: np.ndarray, width: int) -> np.ndarray:
+    """[H-w+1, W-w+1] the count of True cells of ``mask`` in each ``width`` x ``width`` square,
+    indexed by its top-left cell (``env.context.summed_area``)."""
+    table = summed_area(mask)
+    return table[width:, width:] - table[:-width, width:] - table[width:, :-width] + table[:-width, :-width]
+
+
+def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | None = None,
+                    opening: int | None = None) -> Guess:
     """The ``Guess`` of ``net``: a cell is a wall where its probability of one exceeds
     ``threshold`` and, with ``within``, wherever it lies further than ``within`` steps from a
-    cell the robot knows free (``env.lookahead.within_steps``). It reads the belief only."""
+    cell the robot knows free (``env.lookahead.within_steps``). With ``opening`` w, an unknown
+    cell guessed free that lies in no all-free w x w square of the guessed world (the known cells
+    as the robot knows them) is a wall too: on the reference's floor plans at
+    ``configs/dungeon.yaml``'s scale every free cell lies in an all-free 4 x 4 square
+    (docs/results.md section 8, v14), so a narrower free sliver is a wrong guess. It reads the
+    belief only."""
     if not 0 < threshold < 1:
         raise ValueError(f"threshold={threshold}: a probability strictly between 0 and 1")
     if within is not None and within < 0:
         raise ValueError(f"within={within}: a number of steps, 0 or more")
+    if opening is not None and opening < 1:
+        raise ValueError(f"opening={opening}: the side of a square of free cells, 1 or more")
     logit = float(np.log(threshold / (1 - threshold)))
 
     def guess(world: GridExploreEnv) -> np.ndarray:
         p = world.pad
+        belief = world.belief[p:-p, p:-p]
         with torch.no_grad(), one_torch_thread():  # the same bits in any process, as forward_each's
-            logits = net(torch.from_numpy(world.belief[None, p:-p, p:-p].copy()))[0]
+            logits = net(torch.from_numpy(belief[None].copy()))[0]
         walls = (logits > logit).numpy()
-        return walls if within is None else walls | ~within_steps(world, within)
+        if within is not None:
+            walls |= ~within_steps(world, within)
+        if opening is not None:
+            unknown = belief == UNKNOWN
+            walls |= unknown & ~in_free_squares(np.where(unknown, ~walls, belief == FREE), opening)
+        return walls
 
     return guess
 
@@ -211,6 +246,12 @@ def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float) -> Acto
             return int(np.flatnonzero(valid)[np.argmax(log_pi)])
         return int(np.flatnonzero(valid)[np.argmin(costs[valid] / world.config.node_spacing - prior_weight * log_pi)])
     return act
+
+
+def planner_actor(policy: PolicyNet, planner: Planner) -> Actor:
+    """``planning_actor`` with what a pretrained file's planner carries (``rl.pretrained.Planner``):
+    its predictor's guess, opened as it says, and its prior weight."""
+    return planning_actor(policy, predicted_guess(planner.predictor, opening=planner.opening), planner.prior_weight)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """Trained weights from any of three sources, and the small files that ship them.
 
     python -m rl.pretrained RUN_OR_CHECKPOINT OUT.pt [--env KEY=VALUE ...]   # write a pretrained file
-        [--planner PREDICTOR [--prior-weight 0.5]]
+        [--planner PREDICTOR [--prior-weight 0.5] [--opening 4]]
 
 A source of weights is a run folder (its newest checkpoint), one ``checkpoint_*.pt`` (its run's
 ``config.yaml`` beside it), or a pretrained file: ``{"format", "model", "config", "trained"}``,
@@ -11,9 +11,11 @@ pickled code runs; it has no optimizer or RNG state, so it cannot be resumed, on
 visualised, or trained further (``train.py --init-from``). ``--env`` changes the recorded env,
 e.g. ``map_dir=DungeonMaps/train`` in place of the folder on the machine that trained it.
 
-``--planner PREDICTOR`` adds a ``"planner"`` entry, ``{"predictor", "prior_weight"}``: a map
-predictor file (``predictor.files``) and the weight the planner gives the agent's log-probability
-(``rl.map_prediction.planning_actor``). ``evaluate.py --checkpoint`` then plays ``planner`` beside
+``--planner PREDICTOR`` adds a ``"planner"`` entry, ``{"predictor", "prior_weight"[, "opening"]}``:
+a map predictor file (``predictor.files``), the weight the planner gives the agent's
+log-probability (``rl.map_prediction.planning_actor``) and, with ``--opening W``, the side of the
+squares of free cells its guess is opened by (``rl.map_prediction.predicted_guess``; a file
+without it plays the guess unopened). ``evaluate.py --checkpoint`` then plays ``planner`` beside
 the agent. Rewriting a pretrained file keeps its planner unless ``--planner`` replaces it.
 """
 from __future__ import annotations
@@ -22,7 +24,7 @@ import argparse
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -40,6 +42,16 @@ PLANNER = "planner"
 DEFAULT_PRIOR_WEIGHT = 0.5
 """The planner's weight on the agent's log-probability, chosen on the first 100 validation floor
 plans (docs/results.md, section 8, v8)."""
+
+
+class Planner(NamedTuple):
+    """What ``evaluate.py``'s ``planner`` plays with (``rl.map_prediction.planner_actor``)."""
+
+    predictor: MapPredictor
+    prior_weight: float
+    """The weight on the agent's log-probability."""
+    opening: int | None = None
+    """The side of the squares of free cells the guess is opened by; None: not opened."""
 
 
 def read_weights(source: Path) -> tuple[Path, dict[str, Any], Config]:
@@ -80,30 +92,35 @@ def weights_file(model: dict[str, torch.Tensor], config: Config, trained: dict[s
     return content if planner is None else {**content, PLANNER: planner}
 
 
-def planner_entry(predictor: Path, prior_weight: float = DEFAULT_PRIOR_WEIGHT) -> dict[str, Any]:
+def planner_entry(predictor: Path, prior_weight: float = DEFAULT_PRIOR_WEIGHT, opening: int | None = None
+                  ) -> dict[str, Any]:
     """The ``"planner"`` entry for the map predictor file at ``predictor``, checked
     (``FileNotFoundError``, ``ValueError``) before anything is written."""
     if not prior_weight >= 0:
         raise ValueError(f"prior weight {prior_weight}: a weight must be 0 or more")
-    return {"predictor": read_predictor_file(predictor), "prior_weight": float(prior_weight)}
+    if opening is not None and opening < 1:
+        raise ValueError(f"opening {opening}: the side of a square of free cells, 1 or more")
+    entry = {"predictor": read_predictor_file(predictor), "prior_weight": float(prior_weight)}
+    return entry if opening is None else {**entry, "opening": int(opening)}
 
 
-def read_planner(source: Path) -> tuple[MapPredictor, float] | None:
-    """The map predictor and prior weight the weights at ``source`` carry, or None (a run folder,
-    a checkpoint, or a pretrained file written without ``--planner``)."""
+def read_planner(source: Path) -> Planner | None:
+    """The planner the weights at ``source`` carry, or None (a run folder, a checkpoint, or a
+    pretrained file written without ``--planner``)."""
     path, state, _ = read_weights(source)
     entry = state.get(PLANNER) if state.get("format") == FORMAT else None
     if entry is None:
         return None
-    return predictor_from_state(entry["predictor"], f"{path}'s planner"), float(entry["prior_weight"])
+    return Planner(predictor_from_state(entry["predictor"], f"{path}'s planner"), float(entry["prior_weight"]),
+                   entry.get("opening"))
 
 
-def planner_for(source: Path | None, predictor: Path | None = None) -> tuple[MapPredictor, float] | None:
+def planner_for(source: Path | None, predictor: Path | None = None) -> Planner | None:
     """The planner to play with the weights at ``source``: the map predictor file ``predictor`` at
-    ``DEFAULT_PRIOR_WEIGHT`` when one is named (``source`` is then not read), else what ``source``
-    carries (``read_planner``)."""
+    ``DEFAULT_PRIOR_WEIGHT``, its guess not opened, when one is named (``source`` is then not
+    read), else what ``source`` carries (``read_planner``)."""
     if predictor is not None:
-        return load_predictor(predictor), DEFAULT_PRIOR_WEIGHT
+        return Planner(load_predictor(predictor), DEFAULT_PRIOR_WEIGHT)
     return read_planner(source)
 
 
@@ -143,12 +160,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="carry this map predictor (python -m rl.map_prediction's file) for evaluate.py's planner")
     parser.add_argument("--prior-weight", type=float, help=f"the planner's weight on the agent's log-probability "
                                                            f"(default: {DEFAULT_PRIOR_WEIGHT}; needs --planner)")
+    parser.add_argument("--opening", type=int, metavar="W", help="open the planner's guess by squares of W x W free "
+                                                                "cells (4 for configs/dungeon.yaml; needs --planner)")
     args = parser.parse_args(argv)
-    if args.prior_weight is not None and args.planner is None:
-        parser.error("--prior-weight needs --planner (the predictor it plans with)")
+    for name in ("prior_weight", "opening"):
+        if getattr(args, name) is not None and args.planner is None:
+            parser.error(f"--{name.replace('_', '-')} needs --planner (the predictor it plans with)")
     try:
         planner = None if args.planner is None else planner_entry(
-            args.planner, DEFAULT_PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight)
+            args.planner, DEFAULT_PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight, args.opening)
         size = export(args.source, args.out, tuple(args.env), planner)
     except (FileNotFoundError, CheckpointError, ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -17,7 +17,7 @@ from predictor.files import load_predictor, predictor_file
 from predictor.network import BELIEF_CODES
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.map_prediction import collect_pairs, fit, main, mirrored, planning_actor, predicted_guess
+from rl.map_prediction import collect_pairs, fit, in_free_squares, main, mirrored, planning_actor, predicted_guess
 from rl.pretrained import export, planner_entry
 from rl.seeding import eval_episode_seed
 from tests.helpers import SMOKE
@@ -142,6 +142,70 @@ def test_a_predictor_file_loads_weights_only_and_guesses_from_the_belief_alone(t
         predicted_guess(loaded, 1.0)
     with pytest.raises(ValueError, match="within=-1"):
         predicted_guess(loaded, within=-1)
+    with pytest.raises(ValueError, match="opening=0"):
+        predicted_guess(loaded, opening=0)
+
+
+def brute_force_in_free_squares(free, width):
+    """Each cell: does some width x width square of free cells hold it? By looping over squares."""
+    covered = np.zeros_like(free)
+    for r in range(free.shape[0] - width + 1):
+        for c in range(free.shape[1] - width + 1):
+            if free[r:r + width, c:c + width].all():
+                covered[r:r + width, c:c + width] = True
+    return covered
+
+
+def test_cells_in_free_squares_by_hand_and_by_brute_force():
+    free = np.ones((6, 7), bool)
+    free[:, 3] = False  # two rooms 3 wide
+    free[4:] = False
+    free[0, 0] = False  # a notch: (0, 1), (0, 2) still lie in a 2 x 2 square, (1, 0) too
+    expected_2 = np.array([[0, 1, 1, 0, 1, 1, 1], [1, 1, 1, 0, 1, 1, 1], [1, 1, 1, 0, 1, 1, 1],
+                           [1, 1, 1, 0, 1, 1, 1], [0] * 7, [0] * 7], bool)
+    assert np.array_equal(in_free_squares(free, 2), expected_2)
+    in_3 = in_free_squares(free, 3)
+    assert in_3[1:4, :3].all() and not in_3[0, :3].any() and in_3[:4, 4:].all() and not in_3[4:].any()
+    assert not in_free_squares(free, 4).any() and not in_free_squares(free, 9).any()  # wider than the map
+    rng = np.random.default_rng(0)
+    for width in (1, 2, 3, 4):
+        noise = rng.random((13, 17)) < 0.8
+        assert np.array_equal(in_free_squares(noise, width), brute_force_in_free_squares(noise, width))
+
+
+class Walls(torch.nn.Module):
+    """A predictor whose guess is the given wall mask (logit +-10 per cell)."""
+
+    def __init__(self, walls):
+        super().__init__()
+        self.logits = torch.where(torch.from_numpy(walls), 10.0, -10.0)
+
+    def forward(self, belief):
+        return self.logits[None].expand(belief.shape[0], -1, -1)
+
+
+def test_an_opened_guess_walls_the_unknown_free_slivers_narrower_than_the_square(tmp_path):
+    world = make_env(folder_config(tmp_path)).unwrapped
+    world.reset(seed=0, options={"map_index": 1})
+    p = world.pad
+    belief = world.belief[p:-p, p:-p]
+    unknown = belief == UNKNOWN
+    # every unknown cell a wall, but for a free sliver a cell wide between unknown cells
+    walls = np.ones(belief.shape, bool)
+    walled_in = unknown[1:-1] & unknown[:-2] & unknown[2:]  # [H-2, W]: a cell with unknown cells above and below
+    walled_in[:, 1:-1] &= walled_in[:, :-2] & walled_in[:, 2:]
+    row = int(np.argmax(walled_in.sum(axis=1)))
+    sliver = np.zeros_like(unknown)
+    sliver[row + 1, 1:-1] = walled_in[row, 1:-1]
+    walls[sliver] = False
+    assert sliver.sum() >= 3
+    plain = predicted_guess(Walls(walls))(world)
+    opened = predicted_guess(Walls(walls), opening=2)(world)
+    assert not plain[sliver].any() and opened[sliver].all()  # a passage one cell wide is closed
+    assert np.array_equal(opened[~unknown], plain[~unknown])  # the known cells stay as the robot knows them
+    free_square = brute_force_in_free_squares(np.where(unknown, ~plain, belief == FREE), 2)
+    assert np.array_equal(opened, plain | (unknown & ~free_square))
+    assert np.array_equal(predicted_guess(Walls(walls), opening=1)(world), plain)  # every free cell is a 1 x 1 square
 
 
 def test_the_planner_is_the_lookahead_at_weight_zero_and_the_policy_at_a_large_weight(tmp_path):
@@ -218,6 +282,25 @@ def test_the_bench_takes_the_predictor_the_checkpoint_carries(tmp_path, monkeypa
     with pytest.raises(SystemExit):
         predicted_lookahead.main()
     assert "name a --predictor, or a --checkpoint that carries one" in capsys.readouterr().err
+
+
+def test_the_bench_opens_the_guess_as_the_checkpoints_planner_unless_told(tmp_path, monkeypatch, capsys):
+    from bench import predicted_lookahead
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    export(Path("pretrained/default.pt"), tmp_path / "agent.pt", planner=planner_entry(tmp_path / "predictor.pt",
+                                                                                       opening=3))
+    openings = []
+    real = predicted_lookahead.predicted_guess
+    monkeypatch.setattr(predicted_lookahead, "predicted_guess", lambda *a: openings.append(a[3]) or real(*a))
+    argv = ["predicted_lookahead", "--checkpoint", str(tmp_path / "agent.pt"), "--episodes", "1", "--config", str(SMOKE)]
+    for extra in ([], ["--opening", "0"], ["--opening", "2"]):
+        monkeypatch.setattr("sys.argv", [*argv, *extra])
+        predicted_lookahead.main()
+    assert openings == [3, None, 2]
+    monkeypatch.setattr("sys.argv", [*argv, "--opening", "-1"])
+    with pytest.raises(SystemExit):
+        predicted_lookahead.main()
+    assert "--opening -1" in capsys.readouterr().err and openings == [3, None, 2]
 
 
 def test_best_move_scores_the_planner_a_checkpoint_carries(tmp_path, monkeypatch, capsys):

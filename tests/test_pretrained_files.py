@@ -9,7 +9,7 @@ from PIL import Image
 from predictor.files import FORMAT as PREDICTOR_FORMAT
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.map_prediction import planning_actor, predicted_guess
+from rl.map_prediction import planner_actor
 from rl.pretrained import FORMAT, read_planner
 from tests.helpers import ROOT
 
@@ -53,10 +53,11 @@ def test_a_shipped_agent_plays_a_map(name, tmp_path):
 def test_the_floor_plan_agent_carries_its_map_predictor_and_plans_a_floor_plan(tmp_path):
     state = torch.load(ROOT / "pretrained" / "dungeon.pt", weights_only=True)["planner"]
     assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.5
-    predictor, prior_weight = read_planner(ROOT / "pretrained" / "dungeon.pt")
+    carried = read_planner(ROOT / "pretrained" / "dungeon.pt")
+    assert carried.opening == 4  # the floor plans' narrowest passage (docs/results.md section 8, v14)
     policy, config = load_policy(ROOT / "pretrained" / "dungeon.pt")
     floor_plan(tmp_path / "plan.png")
     env = make_env(with_env_overrides(config.env, [f"map_dir={tmp_path}", "map_split=all"]))
-    planner = planning_actor(policy, predicted_guess(predictor), prior_weight)
+    planner = planner_actor(policy, carried)
     result, _ = run_episode(env, planner, seed=1, options={"map_index": 0})
     assert result.success and result.coverage >= 0.99

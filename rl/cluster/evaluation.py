@@ -6,7 +6,7 @@ policy's argmax acts through ``graph_batch.forward_each`` (one thread, one obser
 episode's result does not depend on which process plays it. The maps are cut into ``workers``
 contiguous chunks, one Ray task each (``num_cpus=1``), and the chunks' results are put back in
 episode order. The policy's weights, and the planner's map predictor (``predictor.files``' content)
-and prior weight, travel through the object store, so the workers need no access to the
+prior weight and opening, travel through the object store, so the workers need no access to the
 checkpoint file. The planner's guess is computed on one thread too (``predicted_guess``).
 """
 from __future__ import annotations
@@ -18,16 +18,16 @@ from tqdm import tqdm
 from config import EnvConfig, ModelConfig
 from env.baselines import BASELINES
 from policy import PolicyNet
-from predictor import MapPredictor
 from predictor.files import predictor_file, predictor_from_state
 from rl.collector import contiguous_slices
 from rl.cluster.connect import completion_order
 from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
-from rl.map_prediction import PLANNER, planning_actor, predicted_guess
+from rl.map_prediction import PLANNER, planner_actor
+from rl.pretrained import Planner
 
 
 @ray.remote(num_cpus=1)
-def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None, planner: tuple[dict, float] | None,
+def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None, planner: tuple[dict, float, int | None] | None,
                    env_config: EnvConfig, episodes: range, seed: int) -> dict[str, list[EpisodeResult]]:
     """``names`` (``agent``, ``planner`` and baselines) on held-out episodes ``episodes`` of ``seed``."""
     torch.set_num_threads(1)
@@ -42,9 +42,8 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None
         if name == AGENT:
             actors[name] = argmax_actor(policy)
         elif name == PLANNER:
-            predictor, prior_weight = planner
-            actors[name] = planning_actor(policy, predicted_guess(predictor_from_state(predictor, PLANNER)),
-                                          prior_weight)
+            predictor, prior_weight, opening = planner
+            actors[name] = planner_actor(policy, Planner(predictor_from_state(predictor, PLANNER), prior_weight, opening))
         else:
             actors[name] = BASELINES[name]
     return evaluate_actors(actors, env_config, len(episodes), seed, progress=False,
@@ -52,11 +51,12 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None
 
 
 def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvConfig, episodes: int, seed: int,
-                    workers: int, planner: tuple[MapPredictor, float] | None = None) -> dict[str, list[EpisodeResult]]:
+                    workers: int, planner: Planner | None = None) -> dict[str, list[EpisodeResult]]:
     """``evaluate_actors`` over ``episodes`` held-out maps in ``workers`` Ray tasks (connect first);
-    ``planner`` (a map predictor and its prior weight) plays ``planner`` with ``policy``."""
+    ``planner`` plays ``planner`` with ``policy``."""
     model = None if policy is None else ray.put((policy.config, policy.n_node_features, {k: v.cpu() for k, v in policy.state_dict().items()}))
-    carried = None if planner is None else ray.put((predictor_file(planner[0], {}), planner[1]))
+    carried = None if planner is None else ray.put((predictor_file(planner.predictor, {}), planner.prior_weight,
+                                                     planner.opening))
     chunks = contiguous_slices(episodes, min(workers, episodes))
     refs = [evaluate_chunk.remote(names, model, carried, env_config, chunk, seed) for chunk in chunks]
     done: dict[int, dict[str, list[EpisodeResult]]] = {}

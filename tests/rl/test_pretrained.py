@@ -140,14 +140,20 @@ def test_a_pretrained_file_carries_a_map_predictor_and_keeps_it_when_rewritten(s
     assert "with its planner" in capsys.readouterr().out
     state = torch.load(out, weights_only=True)
     assert sorted(state) == ["config", "format", "model", "planner", "trained"]
-    carried, weight = read_planner(out)
+    carried = read_planner(out)
     belief = torch.randint(0, BELIEF_CODES, (1, 9, 11), dtype=torch.int8)
-    assert weight == 2.0 and torch.equal(carried(belief), net.eval()(belief))
+    assert carried.prior_weight == 2.0 and torch.equal(carried.predictor(belief), net.eval()(belief))
+    assert carried.opening is None  # written without --opening: the guess plays unopened
     assert read_planner(smoke_run) is None and read_planner(export_with_no_planner(smoke_run, tmp_path)) is None
     again = tmp_path / "again.pt"
     export(out, again, ("map_size=20",))  # rewritten: the planner stays
-    assert read_planner(again)[1] == 2.0
-    assert torch.equal(read_planner(again)[0](belief), net(belief))
+    assert read_planner(again).prior_weight == 2.0
+    assert torch.equal(read_planner(again).predictor(belief), net(belief))
+    opened = tmp_path / "opened.pt"
+    assert export_main([str(smoke_run), str(opened), "--planner", str(predictor), "--opening", "4"]) == 0
+    assert read_planner(opened).opening == 4 and read_planner(opened).prior_weight == 0.5
+    export(opened, again)  # rewritten: the opening stays with the planner
+    assert read_planner(again).opening == 4
 
 
 def export_with_no_planner(run, tmp_path):
@@ -161,10 +167,12 @@ def test_a_bad_planner_writes_nothing(smoke_run, tmp_path, capsys):
     torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "p.pt")
     cases = [(["--planner", str(tmp_path / "missing.pt")], "no map predictor file at"),
              (["--planner", str(tmp_path / "not_a_predictor.pt")], "does not load as a map predictor file"),
-             (["--planner", str(tmp_path / "p.pt"), "--prior-weight", "-1"], "prior weight -1.0: a weight must be 0 or more")]
+             (["--planner", str(tmp_path / "p.pt"), "--prior-weight", "-1"], "prior weight -1.0: a weight must be 0 or more"),
+             (["--planner", str(tmp_path / "p.pt"), "--opening", "0"], "opening 0: the side of a square of free cells")]
     for argv, message in cases:
         assert export_main([str(smoke_run), str(out), *argv]) == 2
         assert message in capsys.readouterr().err and not out.exists()
-    with pytest.raises(SystemExit):
-        export_main([str(smoke_run), str(out), "--prior-weight", "1"])
-    assert "--prior-weight needs --planner" in capsys.readouterr().err and not out.exists()
+    for option in ("--prior-weight", "--opening"):
+        with pytest.raises(SystemExit):
+            export_main([str(smoke_run), str(out), option, "1"])
+        assert f"{option} needs --planner" in capsys.readouterr().err and not out.exists()
