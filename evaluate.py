@@ -24,8 +24,8 @@ lookahead's cost in the world the predictor guesses (opened as the file says: v1
 weight times its own log-probability (``rl.map_prediction.planner_actor``; docs/results.md section
 8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that
 predictor instead, its guess not opened, and ``--prior-weight W`` with that weight (default: the
-file's, else 0.5). A planner's
-episode costs about ten of the agent's; ``--workers`` splits it across Ray tasks as the rest.
+file's, else 0.5). A planner's episode costs about ten of the agent's; ``--workers`` splits it
+across Ray tasks as the rest.
 """
 from __future__ import annotations
 

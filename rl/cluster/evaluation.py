@@ -5,9 +5,10 @@ its own map (map ``i``: ``first_episode`` carries the global index into each chu
 policy's argmax acts through ``graph_batch.forward_each`` (one thread, one observation), so an
 episode's result does not depend on which process plays it. The maps are cut into ``workers``
 contiguous chunks, one Ray task each (``num_cpus=1``), and the chunks' results are put back in
-episode order. The policy's weights, and the planner's map predictor (``predictor.files``' content)
-prior weight and opening, travel through the object store, so the workers need no access to the
-checkpoint file. The planner's guess is computed on one thread too (``predicted_guess``).
+episode order. The policy's weights, and the planner (its map predictor as ``predictor.files``'
+content, its prior weight and opening), travel through the object store, so the workers need no
+access to the checkpoint file. The planner's guess is computed on one thread too
+(``predicted_guess``).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from rl.pretrained import Planner
 
 
 @ray.remote(num_cpus=1)
-def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None, planner: tuple[dict, float, int | None] | None,
+def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None, planner: tuple[dict, Planner] | None,
                    env_config: EnvConfig, episodes: range, seed: int) -> dict[str, list[EpisodeResult]]:
     """``names`` (``agent``, ``planner`` and baselines) on held-out episodes ``episodes`` of ``seed``."""
     torch.set_num_threads(1)
@@ -42,8 +43,8 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None
         if name == AGENT:
             actors[name] = argmax_actor(policy)
         elif name == PLANNER:
-            predictor, prior_weight, opening = planner
-            actors[name] = planner_actor(policy, Planner(predictor_from_state(predictor, PLANNER), prior_weight, opening))
+            predictor, settings = planner  # the predictor's file content, and the Planner without it
+            actors[name] = planner_actor(policy, settings._replace(predictor=predictor_from_state(predictor, PLANNER)))
         else:
             actors[name] = BASELINES[name]
     return evaluate_actors(actors, env_config, len(episodes), seed, progress=False,
@@ -55,8 +56,7 @@ def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvC
     """``evaluate_actors`` over ``episodes`` held-out maps in ``workers`` Ray tasks (connect first);
     ``planner`` plays ``planner`` with ``policy``."""
     model = None if policy is None else ray.put((policy.config, policy.n_node_features, {k: v.cpu() for k, v in policy.state_dict().items()}))
-    carried = None if planner is None else ray.put((predictor_file(planner.predictor, {}), planner.prior_weight,
-                                                     planner.opening))
+    carried = None if planner is None else ray.put((predictor_file(planner.predictor, {}), planner._replace(predictor=None)))
     chunks = contiguous_slices(episodes, min(workers, episodes))
     refs = [evaluate_chunk.remote(names, model, carried, env_config, chunk, seed) for chunk in chunks]
     done: dict[int, dict[str, list[EpisodeResult]]] = {}

@@ -26,13 +26,21 @@ def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_pat
 
 
 def test_the_planner_a_checkpoint_carries_plays_on_ray_as_in_this_process(local_ray, smoke_run, tmp_path):
-    torch.manual_seed(0)
-    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
-    agent = tmp_path / "agent.pt"
-    export(smoke_run, agent, planner=planner_entry(tmp_path / "predictor.pt", prior_weight=0.1))
-    serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
-    common = ["--checkpoint", str(agent), "--episodes", "3", "--seed", "1", "--policy", "planner"]
-    assert evaluate.main([*common, "--json", str(serial)]) == 0
-    assert evaluate.main([*common, "--json", str(parallel), "--workers", "2"]) == 0
-    serial, parallel = json.loads(serial.read_text()), json.loads(parallel.read_text())
-    assert parallel == serial and len(serial["per_episode"]["planner"]) == 3
+    free_everywhere = MapPredictor(width=4)  # every unknown cell guessed free: the opening has slivers to wall
+    with torch.no_grad():
+        for parameter in free_everywhere.parameters():
+            parameter.zero_()
+        free_everywhere.out.bias.fill_(-5.0)
+    torch.save(predictor_file(free_everywhere, {}), tmp_path / "predictor.pt")
+    reports = {}
+    for opening in (None, 6):  # the opening travels to the workers with the predictor
+        agent = tmp_path / f"agent_{opening}.pt"
+        export(smoke_run, agent, planner=planner_entry(tmp_path / "predictor.pt", prior_weight=0.0, opening=opening))
+        serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
+        common = ["--checkpoint", str(agent), "--episodes", "3", "--seed", "1", "--policy", "planner"]
+        assert evaluate.main([*common, "--json", str(serial)]) == 0
+        assert evaluate.main([*common, "--json", str(parallel), "--workers", "2"]) == 0
+        serial, parallel = json.loads(serial.read_text()), json.loads(parallel.read_text())
+        assert parallel == serial and len(serial["per_episode"]["planner"]) == 3
+        reports[opening] = serial["per_episode"]["planner"]
+    assert reports[6] != reports[None]  # the opened guess plays other routes
