@@ -2,17 +2,21 @@
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 
 def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
-    """Call ``write(f)`` on a temporary file beside ``path``, flush it to disk, then rename it over ``path``."""
+    """Call ``write(f)`` on a temporary file beside ``path``, flush it to disk, then rename it over ``path``.
+
+    The file gets the permissions a plain ``open(path, "wb")`` would give a new file (0o666 less
+    the umask), not ``tempfile.mkstemp``'s owner-only 0o600, so others may read a run as before."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    tmp = path.parent / f"{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the kernel applies the umask
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
