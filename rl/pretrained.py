@@ -1,7 +1,7 @@
 """Trained weights from any of three sources, and the small files that ship them.
 
     python -m rl.pretrained RUN_OR_CHECKPOINT OUT.pt [--env KEY=VALUE ...]   # write a pretrained file
-        [--planner PREDICTOR [--prior-weight 0.5] [--opening 4]]
+        [--planner PREDICTOR] [--prior-weight W] [--opening 4]
 
 A source of weights is a run folder (its newest checkpoint), one ``checkpoint_*.pt`` (its run's
 ``config.yaml`` beside it), or a pretrained file: ``{"format", "model", "config", "trained"}``,
@@ -16,7 +16,8 @@ a map predictor file (``predictor.files``), the weight the planner gives the age
 log-probability (``rl.map_prediction.planning_actor``) and, with ``--opening W``, the side of the
 squares of free cells its guess is opened by (``rl.map_prediction.predicted_guess``; a file
 without it plays the guess unopened). ``evaluate.py --checkpoint`` then plays ``planner`` beside
-the agent. Rewriting a pretrained file keeps its planner unless ``--planner`` replaces it.
+the agent. Rewriting a pretrained file keeps its planner unless ``--planner`` replaces it;
+``--prior-weight`` or ``--opening`` alone change the planner it carries, its predictor as it was.
 """
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ FORMAT = "graph-attention-exploration/pretrained-v1"
 PLANNER = "planner"
 """The optional entry carrying a map predictor and its planner's prior weight."""
 DEFAULT_PRIOR_WEIGHT = 0.5
-"""The planner's weight on the agent's log-probability, chosen on the first 100 validation floor
-plans (docs/results.md, section 8, v8)."""
+"""The planner's weight on the agent's log-probability in an unopened guess, chosen on the first
+100 validation floor plans (docs/results.md, section 8, v8); in a guess opened by 4 x 4 squares,
+0.25 (v17: ``pretrained/dungeon.pt``)."""
 
 
 class Planner(NamedTuple):
@@ -96,19 +98,43 @@ def planner_entry(predictor: Path, prior_weight: float = DEFAULT_PRIOR_WEIGHT, o
                   ) -> dict[str, Any]:
     """The ``"planner"`` entry for the map predictor file at ``predictor``, checked
     (``FileNotFoundError``, ``ValueError``) before anything is written."""
+    settings = planner_settings(prior_weight, opening)
+    return {"predictor": read_predictor_file(predictor), **settings}
+
+
+def retuned_planner(source: Path, prior_weight: float | None = None, opening: int | None = None) -> dict[str, Any]:
+    """The ``"planner"`` entry the pretrained file at ``source`` carries, its prior weight or
+    opening replaced where given, checked as ``planner_entry`` checks them; ``ValueError`` when
+    ``source`` carries no planner."""
+    path, state, _ = read_weights(source)
+    entry = carried_planner(state)
+    if entry is None:
+        raise ValueError(f"{path} carries no planner to change: name its map predictor with --planner")
+    settings = planner_settings(entry["prior_weight"] if prior_weight is None else prior_weight,
+                                entry.get("opening") if opening is None else opening)
+    return {"predictor": entry["predictor"], **settings}
+
+
+def planner_settings(prior_weight: float, opening: int | None) -> dict[str, Any]:
+    """A planner entry's ``prior_weight`` and, unless None, ``opening``; ``ValueError`` naming a bad one."""
     if not prior_weight >= 0:
         raise ValueError(f"prior weight {prior_weight}: a weight must be 0 or more")
     if opening is not None and opening < 1:
         raise ValueError(f"opening {opening}: the side of a square of free cells, 1 or more")
-    entry = {"predictor": read_predictor_file(predictor), "prior_weight": float(prior_weight)}
-    return entry if opening is None else {**entry, "opening": int(opening)}
+    return {"prior_weight": float(prior_weight)} | ({} if opening is None else {"opening": int(opening)})
+
+
+def carried_planner(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``"planner"`` entry of a loaded file's ``state``: None for a checkpoint or a pretrained
+    file written without one."""
+    return state.get(PLANNER) if state.get("format") == FORMAT else None
 
 
 def read_planner(source: Path) -> Planner | None:
     """The planner the weights at ``source`` carry, or None (a run folder, a checkpoint, or a
     pretrained file written without ``--planner``)."""
     path, state, _ = read_weights(source)
-    entry = state.get(PLANNER) if state.get("format") == FORMAT else None
+    entry = carried_planner(state)
     if entry is None:
         return None
     return Planner(predictor_from_state(entry["predictor"], f"{path}'s planner"), float(entry["prior_weight"]),
@@ -138,8 +164,7 @@ def pretrained_state(source: Path, env_overrides: tuple[str, ...] = (), planner:
     pretrained = state.get("format") == FORMAT
     trained = state["trained"] if pretrained else {  # a checkpoint: where it stands
         "from": path.name, "update": int(state["update"]), "global_step": int(state["global_step"])}
-    carried = state.get(PLANNER) if pretrained else None
-    return weights_file(state["model"], config, trained, planner if planner is not None else carried)
+    return weights_file(state["model"], config, trained, planner if planner is not None else carried_planner(state))
 
 
 def export(source: Path, out: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
@@ -159,16 +184,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
                         help="carry this map predictor (python -m rl.map_prediction's file) for evaluate.py's planner")
     parser.add_argument("--prior-weight", type=float, help=f"the planner's weight on the agent's log-probability "
-                                                           f"(default: {DEFAULT_PRIOR_WEIGHT}; needs --planner)")
+                                                           f"(default: {DEFAULT_PRIOR_WEIGHT}, or the one the source "
+                                                           f"carries)")
     parser.add_argument("--opening", type=int, metavar="W", help="open the planner's guess by squares of W x W free "
-                                                                "cells (4 for configs/dungeon.yaml; needs --planner)")
+                                                                "cells (4 for configs/dungeon.yaml; default: as the "
+                                                                "source's planner, else not)")
     args = parser.parse_args(argv)
-    for name in ("prior_weight", "opening"):
-        if getattr(args, name) is not None and args.planner is None:
-            parser.error(f"--{name.replace('_', '-')} needs --planner (the predictor it plans with)")
     try:
-        planner = None if args.planner is None else planner_entry(
-            args.planner, DEFAULT_PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight, args.opening)
+        if args.planner is not None:
+            planner = planner_entry(args.planner, DEFAULT_PRIOR_WEIGHT if args.prior_weight is None
+                                    else args.prior_weight, args.opening)
+        elif args.prior_weight is not None or args.opening is not None:
+            planner = retuned_planner(args.source, args.prior_weight, args.opening)
+        else:
+            planner = None
         size = export(args.source, args.out, tuple(args.env), planner)
     except (FileNotFoundError, CheckpointError, ConfigError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -156,6 +156,24 @@ def test_a_pretrained_file_carries_a_map_predictor_and_keeps_it_when_rewritten(s
     assert read_planner(again).opening == 4
 
 
+def test_a_carried_planner_is_retuned_without_naming_its_predictor(smoke_run, tmp_path, capsys):
+    net = MapPredictor(width=4)
+    torch.save(predictor_file(net, {"maps": 1}), tmp_path / "predictor.pt")
+    opened, retuned = tmp_path / "opened.pt", tmp_path / "retuned.pt"
+    assert export_main([str(smoke_run), str(opened), "--planner", str(tmp_path / "predictor.pt"), "--opening", "4"]) == 0
+    assert export_main([str(opened), str(retuned), "--prior-weight", "0.25"]) == 0
+    belief = torch.randint(0, BELIEF_CODES, (1, 9, 11), dtype=torch.int8)
+    planner = read_planner(retuned)
+    assert (planner.prior_weight, planner.opening) == (0.25, 4)  # the opening stays
+    assert torch.equal(planner.predictor(belief), net.eval()(belief))
+    assert export_main([str(retuned), str(retuned), "--opening", "5"]) == 0
+    assert (read_planner(retuned).prior_weight, read_planner(retuned).opening) == (0.25, 5)  # the weight stays
+    capsys.readouterr()
+    assert export_main([str(retuned), str(tmp_path / "bad.pt"), "--prior-weight", "-1"]) == 2
+    assert "prior weight -1.0: a weight must be 0 or more" in capsys.readouterr().err
+    assert not (tmp_path / "bad.pt").exists()
+
+
 def export_with_no_planner(run, tmp_path):
     export(run, tmp_path / "plain.pt")
     return tmp_path / "plain.pt"
@@ -172,7 +190,7 @@ def test_a_bad_planner_writes_nothing(smoke_run, tmp_path, capsys):
     for argv, message in cases:
         assert export_main([str(smoke_run), str(out), *argv]) == 2
         assert message in capsys.readouterr().err and not out.exists()
-    for option in ("--prior-weight", "--opening"):
-        with pytest.raises(SystemExit):
-            export_main([str(smoke_run), str(out), option, "1"])
-        assert f"{option} needs --planner" in capsys.readouterr().err and not out.exists()
+    for option in ("--prior-weight", "--opening"):  # a run folder carries no planner to change
+        assert export_main([str(smoke_run), str(out), option, "1"]) == 2
+        assert "carries no planner to change: name its map predictor with --planner" in capsys.readouterr().err
+        assert not out.exists()
