@@ -52,7 +52,7 @@ def test_a_shipped_agent_plays_a_map(name, tmp_path):
 
 def test_the_floor_plan_agent_carries_its_map_predictor_and_plans_a_floor_plan(tmp_path):
     state = torch.load(ROOT / "pretrained" / "dungeon.pt", weights_only=True)["planner"]
-    assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.5
+    assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.25  # v17
     carried = read_planner(ROOT / "pretrained" / "dungeon.pt")
     assert carried.opening == 4  # the floor plans' narrowest passage (docs/results.md section 8, v14)
     policy, config = load_policy(ROOT / "pretrained" / "dungeon.pt")
