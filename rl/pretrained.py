@@ -98,7 +98,7 @@ def planner_entry(predictor: Path, prior_weight: float = DEFAULT_PRIOR_WEIGHT, o
                   ) -> dict[str, Any]:
     """The ``"planner"`` entry for the map predictor file at ``predictor``, checked
     (``FileNotFoundError``, ``ValueError``) before anything is written."""
-    settings = planner_settings(prior_weight, opening)
+    settings = planner_settings(prior_weight, opening)  # checked before the file is read
     return {"predictor": read_predictor_file(predictor), **settings}
 
 
@@ -184,11 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
                         help="carry this map predictor (python -m rl.map_prediction's file) for evaluate.py's planner")
     parser.add_argument("--prior-weight", type=float, help=f"the planner's weight on the agent's log-probability "
-                                                           f"(default: {DEFAULT_PRIOR_WEIGHT}, or the one the source "
-                                                           f"carries)")
+                                                           f"(default: {DEFAULT_PRIOR_WEIGHT} with --planner; "
+                                                           f"without it, the carried planner's)")
     parser.add_argument("--opening", type=int, metavar="W", help="open the planner's guess by squares of W x W free "
-                                                                "cells (4 for configs/dungeon.yaml; default: as the "
-                                                                "source's planner, else not)")
+                                                                "cells (4 for configs/dungeon.yaml; default: none with "
+                                                                "--planner; without it, the carried planner's)")
     args = parser.parse_args(argv)
     try:
         if args.planner is not None:
