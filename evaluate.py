@@ -10,7 +10,8 @@ run's ``config.yaml`` beside it rebuilds the network and the environment. ``--en
 (``map_size=48``), one family (``map_family=maze``) or your own map (``map_file=plan.png``); the
 keys are the fields of ``env.config.GridExploreConfig``. Held-out maps use odd seeds and training
 maps even ones (``rl/seeding.py``), so they never overlap. ``--workers N`` plays the maps in N
-Ray tasks (a local Ray, or the cluster ``--address`` names) with exactly the serial results.
+Ray tasks at a time (a local Ray, or the cluster ``--address`` names; each task a contiguous chunk
+of the maps) with exactly the serial results.
 
 ``--env map_dir=FOLDER`` (or a glob, ``map_dir='maps/*.png'``) evaluates every map of the
 collection once, in its sorted order (a natural sort of the names): episode i plays map i, at most
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="change an environment setting for this evaluation, e.g. map_size=48 (repeatable)")
     parser.add_argument("--json", type=Path, help="write the summaries, ratios and every episode's result here")
     parser.add_argument("--gif", type=Path, help="save the first episode of the first policy as a GIF")
-    parser.add_argument("--workers", type=int, default=1, help="Ray tasks to split the maps across (1: no Ray)")
+    parser.add_argument("--workers", type=int, default=1, help="Ray tasks to play the maps in at a time (1: no Ray)")
     parser.add_argument("--address", default="", help="the Ray cluster for --workers (default: a local one)")
     parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
                         help="also play the agent planning in this map predictor's guess (needs --checkpoint)")

@@ -3,9 +3,10 @@
 Held-out episode ``i`` has its own seed (``rl.seeding.eval_episode_seed``), and with a ``map_dir``
 its own map (map ``i``: ``first_episode`` carries the global index into each chunk), and the trained
 policy's argmax acts through ``graph_batch.forward_each`` (one thread, one observation), so an
-episode's result does not depend on which process plays it. The maps are cut into ``workers``
-contiguous chunks, one Ray task each (``num_cpus=1``), and the chunks' results are put back in
-episode order. The policy's weights, and the planner (its map predictor as ``predictor.files``'
+episode's result does not depend on which process plays it. The maps are cut into contiguous
+chunks, ``TASKS_PER_WORKER`` for each of the ``workers``, one Ray task each (``num_cpus=1``), at
+most ``workers`` running at a time; the progress bar moves as each finishes, and the chunks'
+results are put back in episode order. The policy's weights, and the planner (its map predictor as ``predictor.files``'
 content, its prior weight and opening), travel through the object store, so the workers need no
 access to the checkpoint file. The planner's guess is computed on one thread too
 (``predicted_guess``).
@@ -21,10 +22,13 @@ from env.baselines import BASELINES
 from policy import PolicyNet
 from predictor.files import predictor_file, predictor_from_state
 from rl.collector import contiguous_slices
-from rl.cluster.connect import completion_order
 from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
 from rl.map_prediction import PLANNER, planner_actor
 from rl.pretrained import Planner
+
+TASKS_PER_WORKER = 8
+"""Chunks each worker's share of the maps is cut into: a long evaluation's progress bar moves every
+eighth of it, for about a second of set-up a chunk (a policy, a predictor, an env)."""
 
 
 @ray.remote(num_cpus=1)
@@ -57,11 +61,23 @@ def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvC
     ``planner`` plays ``planner`` with ``policy``."""
     model = None if policy is None else ray.put((policy.config, policy.n_node_features, {k: v.cpu() for k, v in policy.state_dict().items()}))
     carried = None if planner is None else ray.put((predictor_file(planner.predictor, {}), planner._replace(predictor=None)))
-    chunks = contiguous_slices(episodes, min(workers, episodes))
-    refs = [evaluate_chunk.remote(names, model, carried, env_config, chunk, seed) for chunk in chunks]
+    chunks = contiguous_slices(episodes, min(workers * TASKS_PER_WORKER, episodes))
+    waiting = iter(range(len(chunks)))
+    running: dict[ray.ObjectRef, int] = {}  # a task's result -> its chunk
+
+    def start_next() -> None:
+        i = next(waiting, None)
+        if i is not None:
+            running[evaluate_chunk.remote(names, model, carried, env_config, chunks[i], seed)] = i
+
+    for _ in range(workers):
+        start_next()
     done: dict[int, dict[str, list[EpisodeResult]]] = {}
-    with tqdm(total=episodes * len(names), unit="episode", desc=f"evaluating ({len(chunks)} workers)") as bar:
-        for i in completion_order(refs):
-            done[i] = ray.get(refs[i])
+    with tqdm(total=episodes * len(names), unit="episode", desc=f"evaluating ({workers} workers)") as bar:
+        while running:
+            (ready,), _ = ray.wait(list(running), num_returns=1)
+            i = running.pop(ready)
+            done[i] = ray.get(ready)
             bar.update(len(names) * len(chunks[i]))
+            start_next()
     return {name: [result for i in range(len(chunks)) for result in done[i][name]] for name in names}

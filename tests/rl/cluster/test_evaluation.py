@@ -1,25 +1,29 @@
 """evaluate.py --workers 2 on a local Ray: exactly the serial report, in the serial order."""
 import json
 
+import ray
 import torch
 
 import evaluate
 import rl.cluster.evaluation as on_ray
 from predictor import MapPredictor
 from predictor.files import predictor_file
+from rl.collector import contiguous_slices
 from rl.pretrained import export, planner_entry
 
 
 def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_path, monkeypatch):
-    chunks = []
-    monkeypatch.setattr(on_ray, "contiguous_slices", lambda n, parts: chunks.append(parts) or [
-        range(0, 2), range(2, 5)])  # the split the code makes for 5 maps and 2 workers, recorded
+    chunks, running = [], []  # the number of chunks asked for; the tasks in flight at each wait
+    monkeypatch.setattr(on_ray, "contiguous_slices", lambda n, parts: chunks.append(parts) or contiguous_slices(n, parts))
+    wait = ray.wait
+    monkeypatch.setattr(ray, "wait", lambda refs, **kwargs: running.append(len(refs)) or wait(refs, **kwargs))
     serial, parallel = tmp_path / "serial.json", tmp_path / "parallel.json"
     common = ["--checkpoint", str(smoke_run), "--episodes", "5", "--seed", "3"]
     assert evaluate.main([*common, "--json", str(serial)]) == 0
     assert evaluate.main([*common, "--json", str(parallel), "--workers", "2", "--gif", str(tmp_path / "a.gif")]) == 0
     serial, parallel = json.loads(serial.read_text()), json.loads(parallel.read_text())
-    assert chunks == [2]  # the parallel path ran, in two chunks
+    assert chunks == [5]  # the parallel path ran, a map a chunk (fewer maps than 2 x TASKS_PER_WORKER)
+    assert running == [2, 2, 2, 2, 1]  # never more tasks at once than --workers
     assert parallel == serial
     assert list(serial["per_episode"]) == ["agent", "random", "nearest_frontier", "greedy"]
     assert (tmp_path / "a.gif").stat().st_size > 0
