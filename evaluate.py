@@ -3,6 +3,7 @@
     python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
                        [--workers N [--address HOST:PORT]] [--planner PREDICTOR] [--prior-weight W]
+                       [--opening W]
 
 ``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
 run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
@@ -24,8 +25,9 @@ A pretrained file written with a map predictor (``python -m rl.pretrained ... --
 lookahead's cost in the world the predictor guesses (opened as the file says: v14) against a
 weight times its own log-probability (``rl.map_prediction.planner_actor``; docs/results.md section
 8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that
-predictor instead, its guess not opened, and ``--prior-weight W`` with that weight (default: the
-file's, else 0.5). A planner's episode costs about ten of the agent's; ``--workers`` splits it
+predictor instead, its guess not opened, ``--prior-weight W`` with that weight (default: the
+file's, else 0.5) and ``--opening W`` with its guess opened by W x W squares of free cells (0: not
+opened; default: as the file's planner). A planner's episode costs about ten of the agent's; ``--workers`` splits it
 across Ray tasks as the rest.
 """
 from __future__ import annotations
@@ -81,7 +83,8 @@ def format_table(summaries: dict, ratios: dict[str, dict]) -> str:
 def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Planner | None:
     """The planner ``planner`` plays: ``--planner``'s file, else the one ``--checkpoint`` carries
     (None when neither), weighing the agent's log-probability by ``--prior-weight``, else the
-    carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``)."""
+    carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``), its guess opened by ``--opening``
+    (0: not at all), else as carried (not at all for ``--planner``)."""
     try:
         planner = planner_for(args.checkpoint, args.planner)
     except (FileNotFoundError, ValueError) as error:
@@ -89,8 +92,14 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pla
     if planner is None:
         if args.policy == PLANNER:
             parser.error(f"--policy planner: {args.checkpoint} carries no map predictor; name one with --planner")
+        for option, value in (("--prior-weight", args.prior_weight), ("--opening", args.opening)):
+            if value is not None:
+                parser.error(f"{option}: there is no planner to set ({args.checkpoint} carries no map predictor; "
+                             f"name one with --planner)")
         return None
-    return planner if args.prior_weight is None else planner._replace(prior_weight=args.prior_weight)
+    if args.prior_weight is not None:
+        planner = planner._replace(prior_weight=args.prior_weight)
+    return planner if args.opening is None else planner._replace(opening=args.opening or None)
 
 
 def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace) -> dict:
@@ -124,13 +133,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prior-weight", type=float,
                         help=f"the planner's weight on the agent's log-probability (default: the checkpoint's, "
                              f"else {DEFAULT_PRIOR_WEIGHT})")
+    parser.add_argument("--opening", type=int, metavar="W",
+                        help="open the planner's guess by W x W squares of free cells, 0 not at all (default: as "
+                             "the checkpoint's planner; with --planner, not at all)")
     args = parser.parse_args(argv)
-    if args.planner is not None and args.checkpoint is None:
-        parser.error("--planner needs --checkpoint (the agent that plans)")
+    for option, value in (("--planner", args.planner), ("--prior-weight", args.prior_weight), ("--opening", args.opening)):
+        if value is not None and args.checkpoint is None:
+            parser.error(f"{option} needs --checkpoint (the agent that plans)")
     if args.policy == PLANNER and args.checkpoint is None:
         parser.error("--policy planner needs --checkpoint (and a predictor: --planner or one the checkpoint carries)")
     if args.prior_weight is not None and not args.prior_weight >= 0:
         parser.error(f"--prior-weight must be >= 0, got {args.prior_weight}")
+    if args.opening is not None and args.opening < 0:
+        parser.error(f"--opening must be >= 0 (0: not opened), got {args.opening}")
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
     if args.workers < 1:

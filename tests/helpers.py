@@ -20,6 +20,7 @@ from env.graph import ViewpointGraph
 from env.lattice import build_lattice, n_steps_for
 from env.observation import ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURE_NAMES, NODE_FEATURES
 from env.sensing import FREE, OCCUPIED
+from predictor import MapPredictor
 
 HEAD_COUNTS = [1, 2, 4, 8]
 ROOT = Path(__file__).parents[1]
@@ -210,3 +211,13 @@ def guidepost_continuation(batch: dict) -> np.ndarray:
     """``towards_guidepost`` row by row, as an ``env.lookahead.Continuation`` (batched observations -> slots)."""
     return np.array([towards_guidepost({key: value[i] for key, value in batch.items()})
                      for i in range(len(batch[CURRENT_INDEX]))])
+
+
+def free_everywhere_predictor():
+    """A ``MapPredictor`` that guesses every unknown cell free: an opening has slivers to wall."""
+    net = MapPredictor(width=4)
+    with torch.no_grad():
+        for parameter in net.parameters():
+            parameter.zero_()
+        net.out.bias.fill_(-5.0)
+    return net

@@ -17,7 +17,7 @@ from predictor.files import predictor_file
 from rl.evaluation import EpisodeResult, summarise, travel_ratio
 from rl.pretrained import export, planner_entry
 from rl.trainer import Trainer
-from tests.helpers import SMOKE, smoke_config
+from tests.helpers import SMOKE, free_everywhere_predictor, smoke_config
 from tests.map_folders import MAP_ORDER, write_maps
 
 
@@ -55,6 +55,13 @@ def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys,
         (evaluate.main, ["--policy", "planner", "--checkpoint", "pretrained/default.pt"],
          "carries no map predictor; name one with --planner"),
         (evaluate.main, ["--policy", "planner"], "--policy planner needs --checkpoint"),
+        (evaluate.main, ["--opening", "4"], "--opening needs --checkpoint"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--opening", "4"],
+         "--opening: there is no planner to set"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--prior-weight", "1"],
+         "--prior-weight: there is no planner to set"),
+        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),
+                         "--opening", "-1"], "--opening must be >= 0 .0: not opened., got -1"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),
                          "--prior-weight", "-1"], "--prior-weight must be >= 0, got -1.0"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt")],
@@ -145,3 +152,20 @@ def test_a_checkpoint_carrying_a_planner_plays_it_with_its_weight_unless_told_ot
     lookahead = json.loads((tmp_path / "w0.json").read_text())["per_episode"]["planner"]
     assert [r["travel_distance"] for r in lookahead] != travel["agent"]  # --prior-weight 0: the lookahead alone
 
+
+
+def test_opening_opens_a_named_predictors_guess_as_a_carried_opening_does(tmp_path):
+    predictor = tmp_path / "predictor.pt"
+    torch.save(predictor_file(free_everywhere_predictor(), {}), predictor)
+    opened = tmp_path / "opened.pt"
+    export(Path("pretrained/default.pt"), opened, planner=planner_entry(predictor, prior_weight=0.0, opening=6))
+    common = ["--episodes", "2", "--seed", "1", "--policy", "planner", "--env", "map_size=16"]
+    travel = {}
+    for name, argv in [("carried", ["--checkpoint", str(opened)]),
+                       ("named", ["--checkpoint", "pretrained/default.pt", "--planner", str(predictor),
+                                  "--prior-weight", "0", "--opening", "6"]),
+                       ("not opened", ["--checkpoint", str(opened), "--opening", "0"])]:
+        assert evaluate.main([*common, *argv, "--json", str(tmp_path / "r.json")]) == 0
+        travel[name] = [r["travel_distance"] for r in json.loads((tmp_path / "r.json").read_text())["per_episode"]["planner"]]
+    assert travel["named"] == travel["carried"]
+    assert travel["not opened"] != travel["carried"]

@@ -6,10 +6,10 @@ import torch
 
 import evaluate
 import rl.cluster.evaluation as on_ray
-from predictor import MapPredictor
 from predictor.files import predictor_file
 from rl.collector import contiguous_slices
 from rl.pretrained import export, planner_entry
+from tests.helpers import free_everywhere_predictor
 
 
 def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_path, monkeypatch):
@@ -30,12 +30,7 @@ def test_parallel_evaluation_equals_the_serial_one(local_ray, smoke_run, tmp_pat
 
 
 def test_the_planner_a_checkpoint_carries_plays_on_ray_as_in_this_process(local_ray, smoke_run, tmp_path):
-    free_everywhere = MapPredictor(width=4)  # every unknown cell guessed free: the opening has slivers to wall
-    with torch.no_grad():
-        for parameter in free_everywhere.parameters():
-            parameter.zero_()
-        free_everywhere.out.bias.fill_(-5.0)
-    torch.save(predictor_file(free_everywhere, {}), tmp_path / "predictor.pt")
+    torch.save(predictor_file(free_everywhere_predictor(), {}), tmp_path / "predictor.pt")
     reports = {}
     for opening in (None, 6):  # the opening travels to the workers with the predictor
         agent = tmp_path / f"agent_{opening}.pt"
