@@ -6,10 +6,10 @@ policy's argmax acts through ``graph_batch.forward_each`` (one thread, one obser
 episode's result does not depend on which process plays it. The maps are cut into contiguous
 chunks, ``TASKS_PER_WORKER`` for each of the ``workers``, one Ray task each (``num_cpus=1``), at
 most ``workers`` running at a time; the progress bar moves as each finishes, and the chunks'
-results are put back in episode order. The policy's weights, and the planner (its map predictor as ``predictor.files``'
-content, its prior weight and opening), travel through the object store, so the workers need no
-access to the checkpoint file. The planner's guess is computed on one thread too
-(``predicted_guess``).
+results are put back in episode order. The policy's weights, and the planner (its map predictor
+as ``predictor.files``' content, its prior weight and opening), travel through the object store,
+so the workers need no access to the checkpoint file. The planner's guess is computed on one
+thread too (``predicted_guess``).
 """
 from __future__ import annotations
 
