@@ -28,7 +28,8 @@ from rl.pretrained import Planner
 
 TASKS_PER_WORKER = 8
 """Chunks each worker's share of the maps is cut into: a long evaluation's progress bar moves every
-eighth of it, for about a second of set-up a chunk (a policy, a predictor, an env)."""
+eighth of it, for 0.4-0.5 s of set-up a chunk (the policy, the predictor and a floor-plan env;
+docs/performance.md)."""
 
 
 @ray.remote(num_cpus=1)
