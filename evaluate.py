@@ -27,8 +27,8 @@ weight times its own log-probability (``rl.map_prediction.planner_actor``; docs/
 8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that
 predictor instead, its guess not opened, ``--prior-weight W`` with that weight (default: the
 file's, else 0.5) and ``--opening W`` with its guess opened by W x W squares of free cells (0: not
-opened; default: as the file's planner). A planner's episode costs about ten of the agent's; ``--workers`` splits it
-across Ray tasks as the rest.
+opened; default: as the file's planner). A planner's episode costs about ten of the agent's;
+``--workers`` splits it across Ray tasks as the rest.
 """
 from __future__ import annotations
 
@@ -97,9 +97,7 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pla
                 parser.error(f"{option}: there is no planner to set ({args.checkpoint} carries no map predictor; "
                              f"name one with --planner)")
         return None
-    if args.prior_weight is not None:
-        planner = planner._replace(prior_weight=args.prior_weight)
-    return planner if args.opening is None else planner._replace(opening=args.opening or None)
+    return planner.overridden(args.prior_weight, args.opening)
 
 
 def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace) -> dict:

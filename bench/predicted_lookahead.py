@@ -69,8 +69,8 @@ def main() -> None:
                                                                                               args.predictor)
     if planner is None:
         parser.error("name a --predictor, or a --checkpoint that carries one (python -m rl.pretrained --planner)")
-    opening = planner.opening if args.opening is None else args.opening or None
-    guess = predicted_guess(planner.predictor, args.threshold, args.within, opening)
+    planner = planner.overridden(opening=args.opening)
+    guess = predicted_guess(planner.predictor, args.threshold, args.within, planner.opening)
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     maps = map_dir_size(env_config)
     episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes

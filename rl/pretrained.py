@@ -55,6 +55,12 @@ class Planner(NamedTuple):
     opening: int | None = None
     """The side of the squares of free cells the guess is opened by; None: not opened."""
 
+    def overridden(self, prior_weight: float | None = None, opening: int | None = None) -> Planner:
+        """This planner with ``prior_weight`` and ``opening`` replaced where not None, as a command
+        line asks: ``opening`` 0 means not opened."""
+        planner = self if prior_weight is None else self._replace(prior_weight=prior_weight)
+        return planner if opening is None else planner._replace(opening=opening or None)
+
 
 def read_weights(source: Path) -> tuple[Path, dict[str, Any], Config]:
     """(the file read, its state, the config its weights were trained with) for a run folder, a
