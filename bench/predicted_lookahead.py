@@ -1,8 +1,8 @@
 """Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
 
     python -m bench.predicted_lookahead [--predictor runs/map_predictor.pt] [--checkpoint WEIGHTS]
-        [--prior-weight W ...] [--threshold 0.5] [--within H] [--opening W] [--episodes 100] [--first-episode 0]
-        [--seed 0]
+        [--prior-weight W ...] [--threshold 0.5] [--within H] [--opening W] [--told A-B [--doubted P]]
+        [--episodes 100] [--first-episode 0] [--seed 0]
         [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
 
 The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
@@ -16,6 +16,11 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
   ``planner_W``: ``rl.map_prediction.planning_actor``, the lookahead's cost in node spacings less
   W times the policy's log-probability.
 
+``--told A-B`` is a diagnostic: the guess takes the true map on the unknown cells A to B steps past
+a known free cell (with ``--doubted P``, only those whose wall probability lies between P and
+1 - P), so the lookahead and the planners show what a predictor right on those cells would gain
+(docs/results.md section 8, "Which cells would pay?").
+
 It prints each one's per-map travel against greedy's (and the planners' against the agent's);
 ``--json`` keeps every episode for ``compare.py``. A lookahead costs about 50 ms a floor-plan
 state (the predictor, a lattice of the guessed world, greedy's play-outs there).
@@ -28,11 +33,38 @@ from pathlib import Path
 from bench.travel_report import report_travel
 from config import load_config
 from env.baselines import greedy
-from env.lookahead import guessed_lookahead
+from env.lookahead import guessed_lookahead, within_steps
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
-from rl.map_prediction import planning_actor, predicted_guess
+from rl.map_prediction import Told, planning_actor, predicted_guess
 from rl.pretrained import planner_for
+
+
+def steps_band(text: str) -> tuple[int, int]:
+    """``--told``'s "A-B": the steps A to B (inclusive, 0 <= A <= B) past a known free cell."""
+    try:
+        near, far = (int(part) for part in text.split("-"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: steps A-B, e.g. 0-5 or 6-10") from None
+    if not 0 <= near <= far:
+        raise argparse.ArgumentTypeError(f"{text!r}: A-B with 0 <= A <= B")
+    return near, far
+
+
+def told_cells(band: tuple[int, int], doubted: float | None) -> Told:
+    """The cells ``band`` steps past a known free cell (``env.lookahead.within_steps``), with
+    ``doubted`` P only those whose wall probability lies strictly between P and 1 - P."""
+    near, far = band
+
+    def told(world, wall_probability):
+        cells = within_steps(world, far)
+        if near > 0:
+            cells &= ~within_steps(world, near - 1)
+        if doubted is not None:
+            cells &= (wall_probability > doubted) & (wall_probability < 1 - doubted)
+        return cells
+
+    return told
 
 
 def main() -> None:
@@ -48,6 +80,10 @@ def main() -> None:
     parser.add_argument("--opening", type=int, metavar="W",
                         help="open the guess by W x W squares of free cells, 0 not at all (default: as the "
                              "checkpoint's planner does)")
+    parser.add_argument("--told", type=steps_band, metavar="A-B",
+                        help="a diagnostic: the true map on the unknown cells A to B steps past a known free cell")
+    parser.add_argument("--doubted", type=float, metavar="P",
+                        help="with --told, only the cells whose wall probability lies between P and 1 - P")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--first-episode", type=int, default=0,
                         help="start at this held-out episode (with a map_dir: this map), to split a run")
@@ -65,12 +101,15 @@ def main() -> None:
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
     if args.opening is not None and args.opening < 0:
         parser.error(f"--opening {args.opening}: the side of a square of free cells, or 0 for none")
+    if args.doubted is not None and (args.told is None or not 0 < args.doubted < 0.5):
+        parser.error(f"--doubted {args.doubted}: a probability between 0 and 0.5, with --told")
     planner = None if args.checkpoint is None and args.predictor is None else planner_for(args.checkpoint,
                                                                                               args.predictor)
     if planner is None:
         parser.error("name a --predictor, or a --checkpoint that carries one (python -m rl.pretrained --planner)")
     planner = planner.overridden(opening=args.opening)
-    guess = predicted_guess(planner.predictor, args.threshold, args.within, planner.opening)
+    told = None if args.told is None else told_cells(args.told, args.doubted)
+    guess = predicted_guess(planner.predictor, args.threshold, args.within, planner.opening, told)
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     maps = map_dir_size(env_config)
     episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,8 +192,13 @@ def window_sums(mask: np.ndarray, width: int) -> np.ndarray:
     return table[width:, width:] - table[:-width, width:] - table[width:, :-width] + table[:-width, :-width]
 
 
+Told = Callable[[GridExploreEnv, np.ndarray], np.ndarray]
+"""A diagnostic's choice of cells: (env, [H, W] the predictor's wall probabilities) -> [H, W] bool,
+the unknown cells on which ``predicted_guess`` takes the true map instead of its guess."""
+
+
 def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | None = None,
-                    opening: int | None = None) -> Guess:
+                    opening: int | None = None, told: Told | None = None) -> Guess:
     """The ``Guess`` of ``net``: a cell is a wall where its probability of one exceeds
     ``threshold`` and, with ``within``, wherever it lies further than ``within`` steps from a
     cell the robot knows free (``env.lookahead.within_steps``). With ``opening`` w, an unknown
@@ -200,7 +206,9 @@ def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | Non
     as the robot knows them) is a wall too: on the reference's floor plans at
     ``configs/dungeon.yaml``'s scale every free cell lies in an all-free 4 x 4 square
     (docs/results.md section 8, v14), so a narrower free sliver is a wrong guess. It reads the
-    belief only."""
+    belief only, except with ``told``: a diagnostic (``bench.predicted_lookahead --told``) that
+    sets the unknown cells ``told`` picks from the true map before the opening, to ask how much
+    a predictor right on those cells would gain."""
     if not 0 < threshold < 1:
         raise ValueError(f"threshold={threshold}: a probability strictly between 0 and 1")
     if within is not None and within < 0:
@@ -217,8 +225,11 @@ def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | Non
         walls = (logits > logit).numpy()
         if within is not None:
             walls |= ~within_steps(world, within)
+        unknown = belief == UNKNOWN
+        if told is not None:
+            truth = unknown & told(world, torch.sigmoid(logits).numpy())
+            walls = np.where(truth, world.grid_map.occupied, walls)
         if opening is not None:
-            unknown = belief == UNKNOWN
             walls |= unknown & ~in_free_squares(np.where(unknown, ~walls, belief == FREE), opening)
         return walls
 

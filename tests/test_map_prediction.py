@@ -208,6 +208,59 @@ def test_an_opened_guess_walls_the_unknown_free_slivers_narrower_than_the_square
     assert np.array_equal(predicted_guess(Walls(walls), opening=1)(world), plain)  # every free cell is a 1 x 1 square
 
 
+def test_a_told_guess_takes_the_true_map_on_the_cells_told_and_opens_after(tmp_path):
+    world = make_env(folder_config(tmp_path)).unwrapped
+    world.reset(seed=0, options={"map_index": 1})
+    p = world.pad
+    belief = world.belief[p:-p, p:-p]
+    unknown, truth = belief == UNKNOWN, world.grid_map.occupied
+    net = MapPredictor(width=4).eval()
+    seen = []
+
+    def everywhere(env, wall_probability):
+        seen.append(wall_probability)
+        return np.ones(wall_probability.shape, bool)
+
+    plain = predicted_guess(net)(world)
+    told = predicted_guess(net, told=everywhere)(world)
+    with torch.no_grad():
+        logits = net(torch.from_numpy(belief[None].copy()))[0]
+    assert np.array_equal(seen[0], torch.sigmoid(logits).numpy())  # told reads the predictor's probabilities
+    assert np.array_equal(told[unknown], truth[unknown]) and np.array_equal(told[~unknown], plain[~unknown])
+    assert not np.array_equal(plain, told)  # the truth changed the guess
+    assert np.array_equal(predicted_guess(net, told=lambda env, w: np.zeros(w.shape, bool))(world), plain)
+    # the opening runs after the truth is set, on the told world
+    opened = predicted_guess(net, opening=2, told=everywhere)(world)
+    assert np.array_equal(opened, told | (unknown & ~in_free_squares(np.where(unknown, ~told, belief == FREE), 2)))
+
+
+def test_the_bench_tells_the_cells_of_a_band_of_steps_and_refuses_bad_bands(tmp_path, monkeypatch, capsys):
+    from bench import predicted_lookahead
+    world = make_env(folder_config(tmp_path)).unwrapped
+    world.reset(seed=0, options={"map_index": 1})
+    doubt = np.random.default_rng(0).random(world.grid_map.occupied.shape)
+    near, middle, far = (within_steps(world, d) for d in (1, 2, 4))
+    assert np.array_equal(predicted_lookahead.told_cells((0, 2), None)(world, doubt), middle)
+    assert np.array_equal(predicted_lookahead.told_cells((2, 4), None)(world, doubt), far & ~near)
+    doubted = predicted_lookahead.told_cells((0, 4), 0.2)(world, doubt)
+    assert np.array_equal(doubted, far & (doubt > 0.2) & (doubt < 0.8)) and doubted.any() and not doubted.all()
+    assert predicted_lookahead.steps_band("6-10") == (6, 10)
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    argv = ["predicted_lookahead", "--predictor", str(tmp_path / "predictor.pt"), "--episodes", "1",
+            "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+    monkeypatch.setattr("sys.argv", [*argv, "--told", "0-3", "--doubted", "0.2"])
+    predicted_lookahead.main()
+    assert "travel predicted_lookahead / greedy:" in capsys.readouterr().out
+    for bad, message in ((["--told", "5-2"], "'5-2': A-B with 0 <= A <= B"), (["--told", "near"], "'near': steps A-B"),
+                         (["--doubted", "0.2"], "--doubted 0.2: a probability between 0 and 0.5, with --told"),
+                         (["--told", "0-3", "--doubted", "0.6"], "--doubted 0.6")):
+        (tmp_path / "x.json").unlink(missing_ok=True)
+        monkeypatch.setattr("sys.argv", [*argv, *bad])
+        with pytest.raises(SystemExit):
+            predicted_lookahead.main()
+        assert message in capsys.readouterr().err and not (tmp_path / "x.json").exists()
+
+
 def test_the_planner_is_the_lookahead_at_weight_zero_and_the_policy_at_a_large_weight(tmp_path):
     policy, config = load_policy(Path("pretrained/default.pt"))
     guess = predicted_guess(MapPredictor(width=4).eval())
