@@ -1,7 +1,8 @@
 """Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
 
     python -m bench.predicted_lookahead [--predictor runs/map_predictor.pt] [--checkpoint WEIGHTS]
-        [--prior-weight W ...] [--threshold 0.5] [--within H] [--opening W] [--told A-B [--doubted P]]
+        [--prior-weight W ...] [--end-price LAM] [--threshold 0.5] [--within H] [--opening W]
+        [--told A-B [--doubted P]]
         [--episodes 100] [--first-episode 0] [--seed 0]
         [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
 
@@ -14,7 +15,9 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
   ``--opening`` W, by default as the checkpoint's planner opens it: ``predicted_guess``);
 - with ``--checkpoint``, ``agent`` (the policy's argmax) and, for each ``--prior-weight W``,
   ``planner_W``: ``rl.map_prediction.planning_actor``, the lookahead's cost in node spacings less
-  W times the policy's log-probability.
+  W times the policy's log-probability; with ``--end-price LAM``, each play-out's cost plus LAM
+  per step from where it ends to the unknown the guess does not reach
+  (``env.lookahead.far_unknown_price``: docs/results.md section 8, v18 and v26).
 
 ``--told A-B`` is a diagnostic: the guess takes the true map on the unknown cells A to B steps past
 a known free cell (with ``--doubted P``, only those whose wall probability lies between P and
@@ -33,7 +36,7 @@ from pathlib import Path
 from bench.travel_report import report_travel
 from config import load_config
 from env.baselines import greedy
-from env.lookahead import guessed_lookahead, within_steps
+from env.lookahead import far_unknown_price, guessed_lookahead, within_steps
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
 from rl.map_prediction import Told, planning_actor, predicted_guess
@@ -74,6 +77,9 @@ def main() -> None:
     parser.add_argument("--checkpoint", type=Path, help="a policy to plan with (run folder, checkpoint or pretrained file)")
     parser.add_argument("--prior-weight", type=float, action="append", default=[], metavar="W",
                         help="a planner weighing the policy's log-probability by W (repeatable; needs --checkpoint)")
+    parser.add_argument("--end-price", type=float, metavar="LAM",
+                        help="the planners add LAM cells a step from a play-out's end to the unknown cells more "
+                             "than 12 steps past the known free cells (default: none)")
     parser.add_argument("--threshold", type=float, default=0.5, help="a cell is a wall above this probability")
     parser.add_argument("--within", type=int, metavar="H",
                         help="guess walls beyond H steps of a known free cell (default: the predictor everywhere)")
@@ -99,6 +105,8 @@ def main() -> None:
         parser.error(f"--first-episode {args.first_episode}: an episode index must be 0 or more")
     if any(w < 0 for w in args.prior_weight):
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
+    if args.end_price is not None and (args.checkpoint is None or not args.end_price >= 0):
+        parser.error(f"--end-price {args.end_price}: cells a step, 0 or more, with --checkpoint (it prices the planners)")
     if args.opening is not None and args.opening < 0:
         parser.error(f"--opening {args.opening}: the side of a square of free cells, or 0 for none")
     if args.doubted is not None and (args.told is None or not 0 < args.doubted < 0.5):
@@ -117,7 +125,8 @@ def main() -> None:
     if args.checkpoint is not None:
         policy, _ = load_policy(args.checkpoint)
         actors[AGENT] = argmax_actor(policy)
-        actors.update({f"planner_{w:g}": planning_actor(policy, guess, w) for w in args.prior_weight})
+        end_price = None if args.end_price is None else far_unknown_price(args.end_price)
+        actors.update({f"planner_{w:g}": planning_actor(policy, guess, w, end_price) for w in args.prior_weight})
     results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
     report_travel(results, pairs, args.json, episodes, args.seed, env_config)

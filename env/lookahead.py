@@ -41,7 +41,7 @@ from env.baselines import Policy, greedy_move
 from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
-from env.sensing import FREE, UNKNOWN
+from env.sensing import FREE, OCCUPIED, UNKNOWN
 
 Continuation = Callable[[dict[str, np.ndarray]], np.ndarray]
 """A player for play-outs: observations stacked along a first axis [B, ...] -> [B] slots, each a
@@ -62,11 +62,18 @@ def played_after(world: GridExploreEnv, slot: int) -> tuple[GridExploreEnv, bool
     return world, terminated
 
 
-def travel_after(world: GridExploreEnv, slot: int) -> float:
+def travel_after(world: GridExploreEnv, slot: int, end_cost: np.ndarray | None = None) -> float:
     """C(s, slot): the travel at the end of the episode if the robot takes ``slot`` in ``world``
-    and then plays greedy (``played_after``); infinite if the step limit comes first."""
+    and then plays greedy (``played_after``); infinite if the step limit comes first. With
+    ``end_cost`` ([H, W], unpadded; an ``EndPrice``'s), plus its value at the cell where the
+    robot ends."""
     played, terminated = played_after(world, slot)
-    return played.travel_distance if terminated else float("inf")
+    if not terminated:
+        return float("inf")
+    if end_cost is None:
+        return played.travel_distance
+    row, col = played.graph.node_rc[played.robot_node]
+    return played.travel_distance + float(end_cost[row, col])
 
 
 def travel_after_each(world: GridExploreEnv, slots: np.ndarray, continuation: Continuation) -> np.ndarray:
@@ -91,18 +98,20 @@ def travel_after_each(world: GridExploreEnv, slots: np.ndarray, continuation: Co
     return costs
 
 
-def lookahead_costs(world: GridExploreEnv, action_mask: np.ndarray, continuation: Continuation | None = None
-                    ) -> np.ndarray:
+def lookahead_costs(world: GridExploreEnv, action_mask: np.ndarray, continuation: Continuation | None = None,
+                    end_cost: np.ndarray | None = None) -> np.ndarray:
     """[K] float32 C(s, k) for every slot k of the state ``world`` is in: ``travel_after`` (greedy
-    finishes) or, given a ``continuation``, ``travel_after_each`` for a slot ``action_mask``
-    allows; infinite for one it does not."""
+    finishes, with ``end_cost`` priced where it ends) or, given a ``continuation``,
+    ``travel_after_each`` for a slot ``action_mask`` allows; infinite for one it does not."""
+    if continuation is not None and end_cost is not None:
+        raise ValueError("an end cost prices greedy's play-outs only, not a continuation's")
     costs = np.full(len(action_mask), np.inf, dtype=np.float32)
     slots = np.flatnonzero(action_mask)
     if continuation is not None:
         costs[slots] = travel_after_each(world, slots, continuation)
         return costs
     for slot in slots:
-        costs[slot] = travel_after(world, int(slot))
+        costs[slot] = travel_after(world, int(slot), end_cost)
     return costs
 
 
@@ -124,18 +133,24 @@ Guess = Callable[[GridExploreEnv], np.ndarray]
 """A map predictor: an env -> [H, W] bool, its guess of which cells are occupied, read from what
 the robot knows (its belief and graph) and never from the true map."""
 
+EndPrice = Callable[[GridExploreEnv], np.ndarray]
+"""A price on where a play-out in a guessed world ends: an env -> [H, W] float, unpadded, the
+cells of travel added to a play-out whose robot ends on each cell, read from what the robot knows."""
 
-def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuation | None = None
-                   ) -> np.ndarray | None:
+
+def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuation | None = None,
+                   end_price: EndPrice | None = None) -> np.ndarray | None:
     """[K] C(s, k) of ``world``'s slots priced in the world ``guess`` imagines
     (``GridExploreEnv.imagined_world_copy``): the imagined copy's own cost for the slot that
     leads to the same lattice point, less its hop and plus the real one; infinite for a slot
     with no such twin (masked, a lookout). None when the robot's node has no twin there. Greedy
-    finishes the play-outs, or ``continuation`` (``lookahead_costs``)."""
+    finishes the play-outs, or ``continuation`` (``lookahead_costs``); ``end_price``, read from
+    ``world``, adds a price on where each of greedy's play-outs ends."""
     imagined = world.imagined_world_copy(guess(world))
     if imagined is None:
         return None
-    costs = lookahead_costs(imagined, imagined._action_mask(), continuation)
+    end_cost = None if end_price is None else end_price(world)
+    costs = lookahead_costs(imagined, imagined._action_mask(), continuation, end_cost)
     ours, theirs = world.graph, imagined.graph
     targets, twins = world.robot_neighbors(), imagined.robot_neighbors()
     priced = np.full(len(costs), np.inf)
@@ -147,12 +162,13 @@ def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuati
 
 
 def imagined_costs_of_valid(world: GridExploreEnv, guess: Guess, action_mask: np.ndarray,
-                            continuation: Continuation | None = None) -> np.ndarray | None:
+                            continuation: Continuation | None = None, end_price: EndPrice | None = None
+                            ) -> np.ndarray | None:
     """[K] ``imagined_costs`` with each slot ``action_mask`` allows and the imagined
     world does not price (a lookout, a node the guess has no twin for) at the dearest priced
     one, so that every valid move has a cost; infinite for masked slots. None when the imagined
     world prices no valid slot."""
-    costs = imagined_costs(world, guess, continuation)
+    costs = imagined_costs(world, guess, continuation, end_price)
     valid = np.asarray(action_mask).astype(bool)
     if costs is None or not np.isfinite(costs[valid]).any():
         return None
@@ -190,13 +206,52 @@ def within_steps(world: GridExploreEnv, distance: int) -> np.ndarray:
     p = world.pad
     near = world.belief[p:-p, p:-p] == FREE
     for _ in range(distance):
-        grown = near.copy()
-        grown[1:] |= near[:-1]
-        grown[:-1] |= near[1:]
-        grown[:, 1:] |= near[:, :-1]
-        grown[:, :-1] |= near[:, 1:]
-        near = grown
+        near = one_step_grown(near)
     return near
+
+
+def one_step_grown(cells: np.ndarray) -> np.ndarray:
+    """[H, W] bool: ``cells`` and their 4-connected neighbours."""
+    grown = cells.copy()
+    grown[1:] |= cells[:-1]
+    grown[:-1] |= cells[1:]
+    grown[:, 1:] |= cells[:, :-1]
+    grown[:, :-1] |= cells[:, 1:]
+    return grown
+
+
+def steps_to(sources: np.ndarray, passable: np.ndarray) -> np.ndarray:
+    """[H, W] float: the steps (4-connected, through ``passable`` cells) from each cell to the
+    nearest of ``sources``; infinite where none is reachable."""
+    steps = np.full(sources.shape, np.inf)
+    front, step = sources.copy(), 0
+    while front.any():
+        steps[front] = step
+        front = one_step_grown(front) & passable & np.isinf(steps)
+        step += 1
+    return steps
+
+
+def far_unknown_price(weight: float, reach: int = 12) -> EndPrice:
+    """``weight`` times the steps (through cells not known to be walls) from a cell to the nearest
+    unknown cell more than ``reach`` steps past a known free cell (``within_steps``), where a map
+    guess stops guessing; 0 where none is reachable. The guessed world ends a few cells past the
+    known ones, so a play-out in it ends wherever the near clearing ends, and leaving a pocket for
+    later looks cheap: this prices the way back to the rest of the map (docs/results.md section 8,
+    v18 and v26)."""
+    if not weight >= 0:
+        raise ValueError(f"weight={weight}: cells of travel a step, 0 or more")
+    if reach < 0:
+        raise ValueError(f"reach={reach}: a number of steps, 0 or more")
+
+    def price(world: GridExploreEnv) -> np.ndarray:
+        p = world.pad
+        belief = world.belief[p:-p, p:-p]
+        far = (belief == UNKNOWN) & ~within_steps(world, reach)
+        steps = steps_to(far, belief != OCCUPIED)
+        return weight * np.where(np.isfinite(steps), steps, 0.0)
+
+    return price
 
 
 def revealed_within(distance: int, noise: float = 0.0, seed: int = 0) -> Guess:

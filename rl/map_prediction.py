@@ -42,7 +42,7 @@ from config import ConfigError, EnvConfig, load_config
 from env.baselines import greedy
 from env.context import summed_area
 from env.grid_explore import GridExploreEnv
-from env.lookahead import Guess, imagined_costs_of_valid, within_steps
+from env.lookahead import EndPrice, Guess, imagined_costs_of_valid, within_steps
 from env.observation import ACTION_MASK
 from env.sensing import FREE, UNKNOWN
 from graph_batch import forward_each, one_torch_thread
@@ -240,19 +240,21 @@ PLANNER = "planner"
 """The name evaluations give ``planning_actor``'s player."""
 
 
-def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float) -> Actor:
+def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float, end_price: EndPrice | None = None
+                   ) -> Actor:
     """The move that minimises C(s, a) / spacing - ``prior_weight`` * log pi(a | s): the
-    lookahead's cost in the world ``guess`` imagines (``env.lookahead.imagined_costs``), in node
-    spacings, against the policy's own preference. A valid move the guessed world has no twin
-    for is priced as its dearest one; where it prices none, the policy's argmax. ``prior_weight``
-    0 is the lookahead alone, a large one the policy alone."""
+    lookahead's cost in the world ``guess`` imagines (``env.lookahead.imagined_costs``, with
+    ``end_price`` on where each play-out ends), in node spacings, against the policy's own
+    preference. A valid move the guessed world has no twin for is priced as its dearest one;
+    where it prices none, the policy's argmax. ``prior_weight`` 0 is the lookahead alone, a
+    large one the policy alone."""
     def act(obs: dict, env: gym.Env) -> int:
         world = env.unwrapped
         with torch.no_grad():
             logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
         valid = np.asarray(obs[ACTION_MASK]).astype(bool)
         log_pi = torch.log_softmax(logits[0], dim=-1).numpy()[valid]
-        costs = imagined_costs_of_valid(world, guess, valid)
+        costs = imagined_costs_of_valid(world, guess, valid, end_price=end_price)
         if costs is None:
             return int(np.flatnonzero(valid)[np.argmax(log_pi)])
         return int(np.flatnonzero(valid)[np.argmin(costs[valid] / world.config.node_spacing - prior_weight * log_pi)])

@@ -10,7 +10,8 @@ import torch
 import env  # noqa: F401  (registers the envs)
 from config import load_config
 from env.baselines import greedy
-from env.lookahead import guessed_lookahead, within_steps
+from env.lookahead import far_unknown_price, guessed_lookahead, imagined_costs_of_valid, revealed_within, within_steps
+from env.observation import ACTION_MASK
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from predictor import MapPredictor
 from predictor.files import load_predictor, predictor_file
@@ -369,3 +370,43 @@ def test_best_move_scores_the_planner_a_checkpoint_carries(tmp_path, monkeypatch
     monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt"])
     best_move.main()
     assert "planner: best move on" not in capsys.readouterr().out
+
+
+def test_the_bench_prices_where_the_planners_play_outs_end_and_refuses_a_bad_price(tmp_path, monkeypatch, capsys):
+    from bench import predicted_lookahead
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    argv = ["predicted_lookahead", "--predictor", str(tmp_path / "predictor.pt"), "--episodes", "1",
+            "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+    planned = []
+    for price in ([], ["--end-price", "0"], ["--end-price", "3"]):
+        monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt", "--prior-weight", "0", *price])
+        predicted_lookahead.main()
+        planned.append(json.loads((tmp_path / "x.json").read_text())["per_episode"]["planner_0"])
+    assert planned[0] == planned[1]  # a price of 0 plans as no price
+    assert planned[2][0]["success"]  # a price plays whole episodes (what it changes: the test below)
+    for bad in (["--checkpoint", "pretrained/default.pt", "--end-price", "-1"], ["--end-price", "1"]):
+        (tmp_path / "x.json").unlink(missing_ok=True)
+        monkeypatch.setattr("sys.argv", [*argv, *bad])
+        with pytest.raises(SystemExit):
+            predicted_lookahead.main()
+        assert f"--end-price {float(bad[-1])}: cells a step" in capsys.readouterr().err
+        assert not (tmp_path / "x.json").exists()
+
+
+def test_the_planner_with_an_end_price_takes_the_move_cheapest_with_it():
+    policy, config = load_policy(Path("pretrained/default.pt"))
+    guess, price = revealed_within(2), far_unknown_price(20.0, reach=3)
+    env = make_env(with_env_overrides(config.env, ["map_size=24"]))
+    obs, _ = env.reset(seed=1)
+    changed = 0
+    for _ in range(12):
+        world, valid = env.unwrapped, obs[ACTION_MASK].astype(bool)
+        costs = imagined_costs_of_valid(world, guess, valid, end_price=price)
+        move = planning_actor(policy, guess, 0.0, price)(obs, env)
+        if costs is not None:
+            assert costs[move] == costs[valid].min()
+        changed += move != planning_actor(policy, guess, 0.0)(obs, env)
+        obs, _, terminated, truncated, _ = env.step(move)
+        if terminated or truncated:
+            break
+    assert changed >= 1  # the price decided some move

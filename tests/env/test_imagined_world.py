@@ -1,6 +1,8 @@
 """``GridExploreEnv.imagined_world_copy`` and the lookahead in it (``env.lookahead.imagined_costs``):
 with the true map as the guess it prices moves as the oracle does; it never reads the true map;
 and a lookahead in a guessed world explores the real one whole."""
+from collections import deque
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -10,8 +12,9 @@ from env.baselines import greedy
 from env.lattice import build_lattice, n_steps_for
 import env.lookahead as lookahead
 from config import load_config
-from env.lookahead import (LOOKAHEAD_COSTS, LookaheadCosts, guessed_lookahead, imagined_costs, imagined_costs_of_valid,
-                           lookahead_costs, revealed_within, within_steps)
+from env.lookahead import (LOOKAHEAD_COSTS, LookaheadCosts, far_unknown_price, guessed_lookahead, imagined_costs,
+                           imagined_costs_of_valid, lookahead_costs, played_after, revealed_within, steps_to,
+                           within_steps)
 from env.observation import ACTION_MASK
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 from rl.envs import make_envs
@@ -177,7 +180,7 @@ def test_a_noisy_reveal_guesses_wrong_only_unknown_cells_in_reach_at_about_its_r
 def test_every_valid_move_the_imagined_world_does_not_price_costs_its_dearest(monkeypatch):
     world, obs = next(greedy_states(0))
     priced = {"costs": np.array([5.0, np.inf, 7.0, np.inf, 6.0])}
-    monkeypatch.setattr(lookahead, "imagined_costs", lambda w, guess, continuation=None: priced["costs"])
+    monkeypatch.setattr(lookahead, "imagined_costs", lambda w, guess, continuation=None, end_price=None: priced["costs"])
     mask = np.array([1, 1, 1, 0, 0], dtype=np.int8)
     np.testing.assert_array_equal(imagined_costs_of_valid(world, true_map, mask), [5.0, 7.0, 7.0, np.inf, np.inf])
     priced["costs"] = np.array([np.inf, np.inf, np.inf, np.inf, 6.0])  # only a masked slot priced
@@ -208,3 +211,83 @@ def test_costs_with_a_reveal_are_priced_in_the_world_that_knows_the_map_that_far
     assert differ > 0  # the reveal, not the whole true map, priced them
     with pytest.raises(ValueError, match="reveal=-1"):
         LookaheadCosts(envs.envs[0], reveal=-1)
+
+
+def steps_by_queue(sources: np.ndarray, passable: np.ndarray) -> np.ndarray:
+    """The reference for ``steps_to``: a breadth-first search, cell by cell, from a queue."""
+    steps = np.full(sources.shape, np.inf)
+    queue = deque(zip(*np.nonzero(sources)))
+    for cell in queue:
+        steps[cell] = 0
+    while queue:
+        r, c = queue.popleft()
+        for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+            if 0 <= rr < steps.shape[0] and 0 <= cc < steps.shape[1] and passable[rr, cc] and np.isinf(steps[rr, cc]):
+                steps[rr, cc] = steps[r, c] + 1
+                queue.append((rr, cc))
+    return steps
+
+
+def test_steps_to_walks_4_connected_through_passable_cells_by_hand_and_by_a_queue():
+    passable = np.ones((5, 6), dtype=bool)
+    passable[1:, 2] = False  # a wall with a gap in the top row
+    sources = np.zeros_like(passable)
+    sources[4, 0] = True
+    steps = steps_to(sources, passable)
+    assert (steps[4, 0], steps[0, 0], steps[0, 2], steps[0, 3], steps[4, 3], steps[4, 5]) == (0, 4, 6, 7, 11, 13)
+    assert np.isinf(steps[1:, 2]).all()
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        passable = rng.random((17, 23)) < 0.7
+        sources = rng.random((17, 23)) < 0.02
+        np.testing.assert_array_equal(steps_to(sources, passable), steps_by_queue(sources, passable))
+    assert np.isinf(steps_to(np.zeros_like(passable), passable)).all()  # no source: nothing is reachable
+
+
+def test_the_far_unknown_price_is_the_weighted_walk_to_the_unknown_beyond_reach():
+    checked = 0
+    for world, _ in greedy_states(3):
+        p = world.pad
+        belief = world.belief[p:-p, p:-p]
+        far = (belief == UNKNOWN) & ~within_steps(world, 4)
+        steps = steps_by_queue(far, belief != OCCUPIED)
+        price = far_unknown_price(2.5, reach=4)(world)
+        np.testing.assert_allclose(price, 2.5 * np.where(np.isfinite(steps), steps, 0.0))
+        assert (price[far] == 0).all()
+        checked += far.any() and (price > 0).any()
+    assert checked >= 3
+    assert not far_unknown_price(0.0)(world).any()
+    for bad, message in (({"weight": -1.0}, "weight=-1.0"), ({"weight": 1.0, "reach": -2}, "reach=-2")):
+        with pytest.raises(ValueError, match=message):
+            far_unknown_price(**bad)
+
+
+def test_an_end_price_adds_its_value_at_the_cell_where_each_play_out_ends():
+    guess = revealed_within(3)
+    for world, obs in greedy_states(1):
+        if world.steps == 3:
+            break
+    plain = imagined_costs(world, guess)
+    flat = imagined_costs(world, guess, end_price=lambda w: np.full(w.grid_map.occupied.shape, 5.0))
+    priced = np.isfinite(plain)
+    assert priced.sum() >= 2
+    np.testing.assert_allclose(flat[priced], plain[priced] + 5.0, rtol=0, atol=1e-4)
+    imagined = world.imagined_world_copy(guess(world))
+    slot = int(np.flatnonzero(priced)[0])
+    played, _ = played_after(imagined, slot)
+    end = tuple(played.graph.node_rc[played.robot_node])
+    ends = {}
+    for other in np.flatnonzero(priced):
+        other_played, _ = played_after(imagined, int(other))
+        ends[int(other)] = tuple(other_played.graph.node_rc[other_played.robot_node])
+
+    def spike(w):
+        price = np.zeros(w.grid_map.occupied.shape)
+        price[end] = 100.0
+        return price
+
+    spiked = imagined_costs(world, guess, end_price=spike)
+    for other, cell in ends.items():  # the slots whose play-outs end there pay 100 more, the rest nothing
+        np.testing.assert_allclose(spiked[other], plain[other] + (100.0 if cell == end else 0.0), rtol=0, atol=1e-4)
+    with pytest.raises(ValueError, match="an end cost prices greedy's play-outs only"):
+        lookahead_costs(imagined, imagined._action_mask(), guidepost_continuation, np.zeros((3, 3)))
