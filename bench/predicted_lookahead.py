@@ -125,7 +125,7 @@ def main() -> None:
     if args.checkpoint is not None:
         policy, _ = load_policy(args.checkpoint)
         actors[AGENT] = argmax_actor(policy)
-        end_price = None if args.end_price is None else far_unknown_price(args.end_price)
+        end_price = far_unknown_price(args.end_price) if args.end_price else None  # 0: no price to compute
         actors.update({f"planner_{w:g}": planning_actor(policy, guess, w, end_price) for w in args.prior_weight})
     results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
