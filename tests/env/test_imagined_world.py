@@ -273,13 +273,11 @@ def test_an_end_price_adds_its_value_at_the_cell_where_each_play_out_ends():
     assert priced.sum() >= 2
     np.testing.assert_allclose(flat[priced], plain[priced] + 5.0, rtol=0, atol=1e-4)
     imagined = world.imagined_world_copy(guess(world))
-    slot = int(np.flatnonzero(priced)[0])
-    played, _ = played_after(imagined, slot)
-    end = tuple(played.graph.node_rc[played.robot_node])
     ends = {}
-    for other in np.flatnonzero(priced):
-        other_played, _ = played_after(imagined, int(other))
-        ends[int(other)] = tuple(other_played.graph.node_rc[other_played.robot_node])
+    for slot in np.flatnonzero(priced):
+        played, _ = played_after(imagined, int(slot))
+        ends[int(slot)] = tuple(played.graph.node_rc[played.robot_node])
+    end = ends[int(np.flatnonzero(priced)[0])]  # where the first priced slot's play-out ends
 
     def spike(w):
         price = np.zeros(w.grid_map.occupied.shape)
