@@ -127,7 +127,18 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
     if (vector or config.vector) != "async":
         return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
     with interrupts_ignored_by_children():
-        return AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
+        return AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
+                              context=env_start_method())
+
+
+def env_start_method() -> str | None:
+    """How an ``AsyncVectorEnv``'s processes start: the platform's default (a fork on Linux, which
+    costs no imports), or ``"spawn"``, a fresh interpreter, in a process that runs Ray: Ray's gRPC
+    threads hold locks that a forked child inherits held and may wait on forever (seen: an env
+    process of ``bench.collector_speed``, forked inside its Ray session, hung in gRPC's clean-up
+    during its first reset). Ray is only looked up, never imported, here."""
+    ray = sys.modules.get("ray")
+    return "spawn" if ray is not None and ray.is_initialized() else None
 
 
 @contextmanager

@@ -1,10 +1,13 @@
 """Seeded vector envs: episodes get disjoint seeds, and replaying restores an env exactly."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from PIL import Image
 
 from config import ConfigError, EnvConfig
-from rl.envs import check_env_config, make_envs, restore_envs
+from rl.envs import check_env_config, env_start_method, make_envs, restore_envs
 from rl.episodes import EpisodeProgress
 from rl.seeding import eval_episode_seed, train_episode_seed
 from tests.map_folders import write_maps
@@ -58,3 +61,31 @@ def test_the_cli_check_reads_every_map_of_a_folder_whole_and_the_envs_only_read_
     with pytest.raises(ConfigError, match=r"20\.png: not a readable image"):
         check_env_config(config)
     make_envs(config, run_seed=0, vector="sync").close()  # built from headers: the bad map is met only if played
+
+
+def test_async_envs_are_forked_but_spawned_in_a_process_that_runs_ray(local_ray):
+    """A forked child of a process with Ray's threads can hang on a lock it inherited held."""
+    config = EnvConfig(kwargs={"map_size": 16, "max_steps": 12}, num_envs=2, vector="async")
+    assert local_ray.is_initialized() and env_start_method() == "spawn"
+    envs = make_envs(config, run_seed=3)
+    try:
+        assert {type(process._popen).__module__ for process in envs.processes} == {"multiprocessing.popen_spawn_posix"}
+        obs, _ = envs.reset()
+        obs, *_ = envs.step([int(np.flatnonzero(mask)[0]) for mask in obs["action_mask"]])
+    finally:
+        envs.close()
+    sync = make_envs(EnvConfig(kwargs=config.kwargs, num_envs=2, vector="sync"), run_seed=3)
+    first, _ = sync.reset()
+    second, *_ = sync.step([int(np.flatnonzero(mask)[0]) for mask in first["action_mask"]])
+    sync.close()
+    for key in obs:  # the spawned envs play as the in-process ones
+        np.testing.assert_array_equal(obs[key], second[key])
+
+
+def test_async_envs_are_forked_in_a_process_without_ray():
+    """In a fresh process (this one may run a Ray another test started)."""
+    code = ("from config import EnvConfig; from rl.envs import make_envs; "
+            "envs = make_envs(EnvConfig(kwargs={'map_size': 16}, num_envs=1, vector='async'), run_seed=3); "
+            "print(type(envs.processes[0]._popen).__module__); envs.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["multiprocessing.popen_fork"]
