@@ -23,7 +23,7 @@ checked before the first episode, and ``--json`` records each episode's ``map_fi
 A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
 ``pretrained/dungeon.pt``) also plays ``planner``: the agent weighing, for each move, the
 lookahead's cost in the world the predictor guesses (opened as the file says: v14) against a
-weight times its own log-probability (``rl.map_prediction.planner_actor``; docs/results.md section
+weight times its own log-probability (``rl.planner.planner_actor``; docs/results.md section
 8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that
 predictor instead, its guess not opened, ``--prior-weight W`` with that weight (default: the
 file's, else 0.5) and ``--opening W`` with its guess opened by W x W squares of free cells (0: not
@@ -43,7 +43,7 @@ from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
                            map_dir_size)
-from rl.map_prediction import PLANNER, planner_actor
+from rl.planner import PLANNER, planner_actor
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
 from stats import format_mean_ci
 

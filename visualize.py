@@ -51,7 +51,7 @@ from graph_batch import collate
 from rl.atomic import check_writable
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode
-from rl.map_prediction import PLANNER, planner_actor
+from rl.planner import PLANNER, planner_actor
 from rl.pretrained import planner_for
 from rl.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps

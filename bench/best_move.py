@@ -43,7 +43,7 @@ from rl.atomic import check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import episode_options, load_policy, map_dir_size
 from rl.imitation import REGRET_CAP, node_spacing
-from rl.map_prediction import PLANNER, planner_actor
+from rl.planner import PLANNER, planner_actor
 from rl.pretrained import read_planner
 
 STAKES = (0.0, 2.0, 4.0, 8.0, 16.0, 32.0, np.inf)

@@ -10,11 +10,11 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
 (``pretrained/dungeon.pt``). Plays, on the held-out maps of ``evaluate.py`` (with a ``map_dir``, episode i plays map i):
 
 - ``greedy``;
-- ``predicted_lookahead``: ``env.lookahead.guessed_lookahead`` with ``rl.map_prediction``'s
+- ``predicted_lookahead``: ``env.lookahead.guessed_lookahead`` with ``rl.planner``'s
   guess (a cell is a wall where the predictor gives it more than ``--threshold``; opened by
   ``--opening`` W, by default as the checkpoint's planner opens it: ``predicted_guess``);
 - with ``--checkpoint``, ``agent`` (the policy's argmax) and, for each ``--prior-weight W``,
-  ``planner_W``: ``rl.map_prediction.planning_actor``, the lookahead's cost in node spacings less
+  ``planner_W``: ``rl.planner.planning_actor``, the lookahead's cost in node spacings less
   W times the policy's log-probability; with ``--end-price LAM``, each play-out's cost plus LAM
   per step from where it ends to the unknown the guess does not reach
   (``env.lookahead.far_unknown_price``: docs/results.md section 8, v18 and v26).
@@ -39,7 +39,7 @@ from env.baselines import greedy
 from env.lookahead import far_unknown_price, guessed_lookahead, within_steps
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
-from rl.map_prediction import Told, planning_actor, predicted_guess
+from rl.planner import Told, planning_actor, predicted_guess
 from rl.pretrained import planner_for
 
 

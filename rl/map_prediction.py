@@ -1,11 +1,12 @@
-"""Train the map predictor on floor plans, and plan with its guess.
+"""Train the map predictor on floor plans: the guess the planner (``rl.planner``) plans in.
 
     python -m rl.map_prediction --config configs/dungeon.yaml --out runs/map_predictor.pt
         [--maps 3000] [--epochs 6] [--width 16] [--depth 3] [--flip] [--learning-rate 1e-3] [KEY=VALUE ...]
 
 docs/results.md (section 8) found that a lookahead which knows the true map a few cells past what
 the robot has seen travels much less than greedy (``bench.headroom --reveal D``). This module
-asks whether a learned guess of those cells can stand in for the truth:
+asks whether a learned guess of those cells can stand in for the truth (``rl.planner`` plans in
+that guess):
 
 1. **pairs**: greedy plays the first ``--maps`` maps of the config's training part; a third of
    the states it passes keep their belief ([H, W] codes 0 / 1 / 2), each with its map's truth;
@@ -13,12 +14,7 @@ asks whether a learned guess of those cells can stand in for the truth:
    cells within ``LOSS_REACH`` cells (a square) of a known free cell are walls; every tenth map's
    states are held out, and each epoch reports their loss and the accuracy within
    ``ACCURACY_REACH`` cells, beside the all-walls guess's; with ``--flip`` each minibatch is
-   mirrored at random (rows, columns, both or neither), beliefs and truths alike;
-3. **plan**: ``predicted_guess`` turns the predictor into an ``env.lookahead.Guess`` (a cell is a
-   wall where its probability exceeds ``threshold``; with ``opening``, free slivers narrower than
-   the floor plans' passages walled) and ``planning_actor`` mixes the lookahead in the guessed
-   world with a trained policy's preferences; ``planner_actor`` plays what a pretrained file
-   carries (``rl.pretrained.Planner``).
+   mirrored at random (rows, columns, both or neither), beliefs and truths alike.
 
 The file written is a ``predictor.files`` file (weights only), rewritten whole after every epoch;
 Ctrl-C keeps the last one. ``python -m rl.pretrained ... --planner FILE`` carries it inside an
@@ -28,11 +24,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import gymnasium as gym
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -40,20 +34,13 @@ from tqdm import tqdm
 
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import greedy
-from env.context import summed_area
 from env.grid_explore import GridExploreEnv
-from env.lookahead import EndPrice, Guess, imagined_costs_of_valid, within_steps
-from env.observation import ACTION_MASK
 from env.sensing import FREE, UNKNOWN
-from graph_batch import forward_each, one_torch_thread
-from policy import PolicyNet
 from predictor import MapPredictor
 from predictor.files import predictor_file
 from rl.atomic import atomic_write
 from rl.envs import make_env, with_env_overrides
-from rl.evaluation import Actor
 from rl.interrupt import StopOnSignal, signal_exit_code
-from rl.pretrained import Planner
 
 LOSS_REACH = 12
 """Cells within this many (a square's half-side) of a known free cell count in the loss; the
@@ -173,98 +160,6 @@ def judge(net: MapPredictor, beliefs: torch.Tensor, truths: torch.Tensor, batch:
         near += close.sum().item()
     return {"held_out_loss": loss / scored_cells, "held_out_accuracy": right / near,
             "all_walls_accuracy": walls / near}
-
-
-def in_free_squares(free: np.ndarray, width: int) -> np.ndarray:
-    """[H, W] bool: the cells of ``free`` [H, W] that lie in some ``width`` x ``width`` square of
-    free cells (a morphological opening of the free space by that square)."""
-    height, breadth = free.shape
-    if height < width or breadth < width:
-        return np.zeros_like(free)
-    squares = window_sums(free, width) == width * width  # [H-w+1, W-w+1]: the square at (r, c) is all free
-    return window_sums(np.pad(squares, width - 1), width) > 0
-
-
-def window_sums(mask: np.ndarray, width: int) -> np.ndarray:
-    """[H-w+1, W-w+1] the count of True cells of ``mask`` in each ``width`` x ``width`` square,
-    indexed by its top-left cell (``env.context.summed_area``)."""
-    table = summed_area(mask)
-    return table[width:, width:] - table[:-width, width:] - table[width:, :-width] + table[:-width, :-width]
-
-
-Told = Callable[[GridExploreEnv, np.ndarray], np.ndarray]
-"""A diagnostic's choice of cells: (env, [H, W] the predictor's wall probabilities) -> [H, W] bool,
-the unknown cells on which ``predicted_guess`` takes the true map instead of its guess."""
-
-
-def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | None = None,
-                    opening: int | None = None, told: Told | None = None) -> Guess:
-    """The ``Guess`` of ``net``: a cell is a wall where its probability of one exceeds
-    ``threshold`` and, with ``within``, wherever it lies further than ``within`` steps from a
-    cell the robot knows free (``env.lookahead.within_steps``). With ``opening`` w, an unknown
-    cell guessed free that lies in no all-free w x w square of the guessed world (the known cells
-    as the robot knows them) is a wall too: on the reference's floor plans at
-    ``configs/dungeon.yaml``'s scale every free cell lies in an all-free 4 x 4 square
-    (docs/results.md section 8, v14), so a narrower free sliver is a wrong guess. It reads the
-    belief only, except with ``told``: a diagnostic (``bench.predicted_lookahead --told``) that
-    sets the unknown cells ``told`` picks from the true map before the opening, to ask how much
-    a predictor right on those cells would gain."""
-    if not 0 < threshold < 1:
-        raise ValueError(f"threshold={threshold}: a probability strictly between 0 and 1")
-    if within is not None and within < 0:
-        raise ValueError(f"within={within}: a number of steps, 0 or more")
-    if opening is not None and opening < 1:
-        raise ValueError(f"opening={opening}: the side of a square of free cells, 1 or more")
-    logit = float(np.log(threshold / (1 - threshold)))
-
-    def guess(world: GridExploreEnv) -> np.ndarray:
-        p = world.pad
-        belief = world.belief[p:-p, p:-p]
-        with torch.no_grad(), one_torch_thread():  # the same bits in any process, as forward_each's
-            logits = net(torch.from_numpy(belief[None].copy()))[0]
-        walls = (logits > logit).numpy()
-        if within is not None:
-            walls |= ~within_steps(world, within)
-        unknown = belief == UNKNOWN
-        if told is not None:
-            truth = unknown & told(world, torch.sigmoid(logits).numpy())
-            walls = np.where(truth, world.grid_map.occupied, walls)
-        if opening is not None:
-            walls |= unknown & ~in_free_squares(np.where(unknown, ~walls, belief == FREE), opening)
-        return walls
-
-    return guess
-
-
-PLANNER = "planner"
-"""The name evaluations give ``planning_actor``'s player."""
-
-
-def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float, end_price: EndPrice | None = None
-                   ) -> Actor:
-    """The move that minimises C(s, a) / spacing - ``prior_weight`` * log pi(a | s): the
-    lookahead's cost in the world ``guess`` imagines (``env.lookahead.imagined_costs``, with
-    ``end_price`` on where each play-out ends), in node spacings, against the policy's own
-    preference. A valid move the guessed world has no twin for is priced as its dearest one;
-    where it prices none, the policy's argmax. ``prior_weight`` 0 is the lookahead alone, a
-    large one the policy alone."""
-    def act(obs: dict, env: gym.Env) -> int:
-        world = env.unwrapped
-        with torch.no_grad():
-            logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
-        valid = np.asarray(obs[ACTION_MASK]).astype(bool)
-        log_pi = torch.log_softmax(logits[0], dim=-1).numpy()[valid]
-        costs = imagined_costs_of_valid(world, guess, valid, end_price=end_price)
-        if costs is None:
-            return int(np.flatnonzero(valid)[np.argmax(log_pi)])
-        return int(np.flatnonzero(valid)[np.argmin(costs[valid] / world.config.node_spacing - prior_weight * log_pi)])
-    return act
-
-
-def planner_actor(policy: PolicyNet, planner: Planner) -> Actor:
-    """``planning_actor`` with what a pretrained file's planner carries (``rl.pretrained.Planner``):
-    its predictor's guess, opened as it says, and its prior weight."""
-    return planning_actor(policy, predicted_guess(planner.predictor, opening=planner.opening), planner.prior_weight)
 
 
 def main(argv: list[str] | None = None) -> int:

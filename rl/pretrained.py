@@ -13,8 +13,8 @@ e.g. ``map_dir=DungeonMaps/train`` in place of the folder on the machine that tr
 
 ``--planner PREDICTOR`` adds a ``"planner"`` entry, ``{"predictor", "prior_weight"[, "opening"]}``:
 a map predictor file (``predictor.files``), the weight the planner gives the agent's
-log-probability (``rl.map_prediction.planning_actor``) and, with ``--opening W``, the side of the
-squares of free cells its guess is opened by (``rl.map_prediction.predicted_guess``; a file
+log-probability (``rl.planner.planning_actor``) and, with ``--opening W``, the side of the
+squares of free cells its guess is opened by (``rl.planner.predicted_guess``; a file
 without it plays the guess unopened). ``evaluate.py --checkpoint`` then plays ``planner`` beside
 the agent. Rewriting a pretrained file keeps its planner unless ``--planner`` replaces it;
 ``--prior-weight`` or ``--opening`` alone change the planner it carries, its predictor as it was.
@@ -47,7 +47,7 @@ DEFAULT_PRIOR_WEIGHT = 0.5
 
 
 class Planner(NamedTuple):
-    """What ``evaluate.py``'s ``planner`` plays with (``rl.map_prediction.planner_actor``)."""
+    """What ``evaluate.py``'s ``planner`` plays with (``rl.planner.planner_actor``)."""
 
     predictor: MapPredictor
     prior_weight: float

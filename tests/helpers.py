@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from bench.synthetic import random_graph
-from config import load_config
+from config import EnvConfig, load_config
 from env.baselines import greedy
 from env.frontiers import frontier_mask
 from env.geometry import line_cells
@@ -21,6 +21,8 @@ from env.lattice import build_lattice, n_steps_for
 from env.observation import ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURE_NAMES, NODE_FEATURES
 from env.sensing import FREE, OCCUPIED
 from predictor import MapPredictor
+from rl.envs import with_env_overrides
+from tests.map_folders import write_maps
 
 HEAD_COUNTS = [1, 2, 4, 8]
 ROOT = Path(__file__).parents[1]
@@ -80,6 +82,16 @@ def release_shared_local_ray(wait_s: float = 10) -> None:
 def smoke_config(run_dir, *overrides):
     """``configs/smoke.yaml`` writing into ``run_dir``, with dotted overrides."""
     return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])
+
+
+ROOM_MAPS = {f"{i}.png": (20, 22) for i in range(12)}
+"""Twelve 20 x 22 walled rooms: enough maps for the map predictor to hold every tenth out."""
+
+
+def room_folder_env(tmp_path: Path) -> EnvConfig:
+    """The smoke config's env on a folder of ``ROOM_MAPS`` written under ``tmp_path`` (60 steps at most)."""
+    folder = write_maps(tmp_path / "maps", ROOM_MAPS)
+    return with_env_overrides(load_config(SMOKE).env, [f"map_dir={folder}", "max_steps=60"])
 
 
 def viewpoint_graph(belief: np.ndarray, start=(5, 5), spacing=4, k=9, n_max=50, utility_range=4) -> ViewpointGraph:

@@ -9,7 +9,7 @@ from PIL import Image
 from predictor.files import FORMAT as PREDICTOR_FORMAT
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.map_prediction import planner_actor
+from rl.planner import planner_actor
 from rl.pretrained import FORMAT, read_planner
 from tests.helpers import ROOT
 

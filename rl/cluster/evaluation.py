@@ -23,7 +23,7 @@ from policy import PolicyNet
 from predictor.files import predictor_file, predictor_from_state
 from rl.collector import contiguous_slices
 from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
-from rl.map_prediction import PLANNER, planner_actor
+from rl.planner import PLANNER, planner_actor
 from rl.pretrained import Planner
 
 TASKS_PER_WORKER = 8
