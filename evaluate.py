@@ -18,7 +18,9 @@ of the maps) with exactly the serial results.
 collection once, in its sorted order (a natural sort of the names): episode i plays map i, at most
 ``--episodes`` of them (fewer when the folder holds fewer, as the output says). Every map is
 checked before the first episode, and ``--json`` records each episode's ``map_file``, so
-``compare.py`` pairs the results map by map.
+``compare.py`` pairs the results map by map. A checkpoint trained on a folder's ``train`` part
+(``configs/dungeon.yaml``, ``pretrained/dungeon.pt``) plays that part unless ``--env map_split=``
+says otherwise (``validation``, or ``all`` for every map of another folder), and says so.
 
 A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
 ``pretrained/dungeon.pt``) also plays ``planner``: the agent weighing, for each move, the
@@ -176,6 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         parser.error(f"--env: {error}")
     maps = map_dir_size(env_config)
+    if env_config.kwargs.get("map_split") == "train":  # a floor-plan run's own part, e.g. pretrained/dungeon.pt's
+        print(f"map_split='train': evaluating on the part of map_dir={env_config.kwargs['map_dir']!r} that "
+              f"this config trains on; --env map_split=validation takes its held-out tenth, map_split=all "
+              f"every map (another folder, such as DungeonMaps/test)", file=sys.stderr)
     if maps is not None and args.episodes > maps:
         print(f"--episodes {args.episodes}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} maps; "
               f"evaluating each once ({maps} episodes)", file=sys.stderr)

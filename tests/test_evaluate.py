@@ -107,6 +107,16 @@ def test_a_map_folder_is_evaluated_map_by_map_in_sorted_order(untrained_run, tmp
         {name: maps for name in ("agent", "random", "nearest_frontier", "greedy")}
 
 
+@pytest.mark.parametrize("split", ["train", "validation", "all"])
+def test_an_evaluation_on_a_folders_training_part_says_so(tmp_path, capsys, split):
+    folder = write_maps(tmp_path / "maps", {f"{i}.png": (12, 12) for i in range(30)})  # both parts hold maps
+    argv = ["--policy", "greedy", "--config", str(SMOKE), "--episodes", "1", "--env", f"map_dir={folder}",
+            "--env", f"map_split={split}"]
+    assert evaluate.main(argv) == 0
+    said = "map_split='train': evaluating on the part of map_dir=" in capsys.readouterr().err
+    assert said == (split == "train")
+
+
 def test_a_bad_map_in_the_folder_is_refused_before_any_episode(tmp_path, capsys, monkeypatch):
     def no_episodes(*args, **kwargs):
         raise AssertionError("an episode ran before the maps were checked")
