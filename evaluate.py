@@ -20,7 +20,8 @@ collection once, in its sorted order (a natural sort of the names): episode i pl
 checked before the first episode, and ``--json`` records each episode's ``map_file``, so
 ``compare.py`` pairs the results map by map. A checkpoint trained on a folder's ``train`` part
 (``configs/dungeon.yaml``, ``pretrained/dungeon.pt``) plays that part unless ``--env map_split=``
-says otherwise (``validation``, or ``all`` for every map of another folder), and says so.
+says otherwise (``validation``, or ``all`` for every map of another folder), and says so
+(``rl.evaluation.train_part_note``; ``visualize.py`` too).
 
 A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
 ``pretrained/dungeon.pt``) also plays ``planner``: the agent weighing, for each move, the
@@ -44,7 +45,7 @@ from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
 from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
-                           map_dir_size)
+                           map_dir_size, train_part_note)
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
 from stats import format_mean_ci
@@ -178,10 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         parser.error(f"--env: {error}")
     maps = map_dir_size(env_config)
-    if env_config.kwargs.get("map_split") == "train":  # a floor-plan run's own part, e.g. pretrained/dungeon.pt's
-        print(f"map_split='train': evaluating on the part of map_dir={env_config.kwargs['map_dir']!r} that "
-              f"this config trains on; --env map_split=validation takes its held-out tenth, map_split=all "
-              f"every map (another folder, such as DungeonMaps/test)", file=sys.stderr)
+    if note := train_part_note(env_config):
+        print(note, file=sys.stderr)
     if maps is not None and args.episodes > maps:
         print(f"--episodes {args.episodes}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} maps; "
               f"evaluating each once ({maps} episodes)", file=sys.stderr)

@@ -50,7 +50,7 @@ from env.rendering import save_gif
 from graph_batch import collate
 from rl.atomic import check_writable
 from rl.envs import make_env, with_env_overrides
-from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode
+from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode, train_part_note
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import planner_for
 from rl.seeding import eval_episode_seed
@@ -194,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         env_config = with_env_overrides(config.env, args.env)
     except ConfigError as error:
         parser.error(f"--env: {error}")
+    if note := train_part_note(env_config):
+        print(note, file=sys.stderr)
     env = make_env(env_config, render_mode="rgb_array")
     seed, options = eval_episode_seed(args.seed, 0), episode_options(env_config, 0)
     steps = record_episode(policy, env, seed, options)

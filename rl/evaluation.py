@@ -131,6 +131,17 @@ def map_dir_size(env_config: EnvConfig) -> int | None:
     return None if map_dir is None else len(find_split(map_dir, env_config.kwargs.get("map_split", "all"))[0])
 
 
+def train_part_note(env_config: EnvConfig) -> str | None:
+    """What to tell a user about to play a map folder's ``train`` part, the part a floor-plan run
+    trains on (``configs/dungeon.yaml``, and so ``pretrained/dungeon.pt``, keep ``map_split: train``);
+    None for any other split."""
+    if env_config.kwargs.get("map_split") != "train":
+        return None
+    return (f"map_split='train': playing the part of map_dir={env_config.kwargs.get('map_dir')!r} that this "
+            f"config trains on; --env map_split=validation takes its held-out tenth, map_split=all every map "
+            f"(another folder, such as DungeonMaps/test)")
+
+
 def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]]:
     """Success rate, coverage, and steps / travel distance over the episodes that completed."""
     done = [r for r in results if r.success]

@@ -113,7 +113,7 @@ def test_an_evaluation_on_a_folders_training_part_says_so(tmp_path, capsys, spli
     argv = ["--policy", "greedy", "--config", str(SMOKE), "--episodes", "1", "--env", f"map_dir={folder}",
             "--env", f"map_split={split}"]
     assert evaluate.main(argv) == 0
-    said = "map_split='train': evaluating on the part of map_dir=" in capsys.readouterr().err
+    said = "map_split='train': playing the part of map_dir=" in capsys.readouterr().err
     assert said == (split == "train")
 
 

@@ -196,3 +196,14 @@ def test_the_drawn_episode_takes_evaluates_moves_on_the_same_map(smoke_run, tmp_
     assert visualize.main(["--checkpoint", str(smoke_run), "--out", str(out), "--env", f"map_dir={folder}",
                            "--at", "0"]) == 0
     assert (out / "pointer.gif").exists()
+
+
+def test_a_drawing_on_a_folders_training_part_says_so(smoke_run, tmp_path, capsys):
+    from tests.map_folders import write_maps
+
+    folder = write_maps(tmp_path / "maps", {f"{i}.png": (12, 12) for i in range(30)})  # both parts hold maps
+    for split in ("train", "all"):
+        assert visualize.main(["--checkpoint", str(smoke_run), "--out", str(tmp_path / split), "--at", "0",
+                               "--env", f"map_dir={folder}", "--env", f"map_split={split}"]) == 0
+        said = "map_split='train': playing the part of map_dir=" in capsys.readouterr().err
+        assert said == (split == "train")
