@@ -3,20 +3,24 @@
 Dense attention costs O(Nq x Nk) per graph whatever the mask; this kernel visits only the allowed
 (query, key) pairs, O(Nq x degree). It is C++ for the CPU, built by ``torch.utils.cpp_extension``
 with the machine's C++ compiler the first time it is used (18-20 s on the 2-core AVX2 VM) and
-loaded from the build folder after that, by every process: a training's Ray workers too (torch
-holds a file lock while one of them builds). A machine without a compiler still runs: ``auto``
-falls back to SDPA with a warning, and only an explicit ``attention_impl: neighbours`` fails.
+loaded from the build folder after that, by every process: a training's Ray workers too (one
+builds while the others wait, ``build_lock``; a process killed meanwhile blocks none of them). A
+machine without a compiler still runs: ``auto`` falls back to SDPA with a warning, and only an
+explicit ``attention_impl: neighbours`` fails.
 
 Shapes as in ``encoder.attention``: B batch, Nq queries, Nk keys, H heads, d head dim.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -100,6 +104,34 @@ def staged_source(folder: Path) -> Path:
     return staged
 
 
+TORCH_LOCK = "lock"
+"""The file ``torch.utils.cpp_extension.load`` creates in the build folder while it checks or builds,
+and removes after (``torch.utils.file_baton``). A process killed in between leaves it behind, and
+every later ``load`` of the folder then waits for it to go, for ever, without a word."""
+
+
+@contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """Hold the kernel's own lock on ``folder`` while torch loads or builds it there.
+
+    An ``fcntl.flock`` on ``build.lock``, which the system releases when its process ends, killed
+    or not. Every process of this project takes it before torch's file lock, so whoever holds it
+    knows that a ``TORCH_LOCK`` file still there was left by a killed process, and removes it.
+    A process that finds the lock taken waits, as torch's own would, while another builds. On a
+    file system without such locks (some network ones) torch's lock alone guards the build."""
+    with open(folder / "build.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError:
+            yield
+            return
+        try:
+            (folder / TORCH_LOCK).unlink(missing_ok=True)  # stale: its owner died holding it
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @functools.cache
 def _build_or_load():
     """(the operators, None), or (None, the reason) when they cannot be built; once per process."""
@@ -112,8 +144,9 @@ def _build_or_load():
     if not any(folder.glob(f"{NAME}*.so")):
         print(f"Building the neighbour-attention kernel in {folder} (once; about 20 s)", file=sys.stderr, flush=True)
     try:
-        load(name=NAME, sources=[str(staged_source(folder))], extra_cflags=compiler_flags(),
-             build_directory=str(folder), is_python_module=False, verbose=False)  # registers its operators
+        with build_lock(folder):
+            load(name=NAME, sources=[str(staged_source(folder))], extra_cflags=compiler_flags(),
+                 build_directory=str(folder), is_python_module=False, verbose=False)  # registers its operators
         return getattr(torch.ops, NAME), None  # the .cpp's TORCH_LIBRARY namespace, NAME
     except (RuntimeError, OSError, ImportError, subprocess.SubprocessError) as error:
         return None, (f"the neighbour-attention kernel could not be built in {folder}: {error}. "

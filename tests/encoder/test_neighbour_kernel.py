@@ -213,3 +213,62 @@ def test_a_file_system_without_hard_links_still_gets_the_source(monkeypatch, tmp
     folder.mkdir()
     assert neighbour_kernel.staged_source(folder).read_text() == "// version 1\n"
     assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]
+
+
+def test_a_lock_left_by_a_killed_load_does_not_stop_the_next(monkeypatch, tmp_path):
+    """torch's file lock, left in the folder by a process killed inside ``load``, used to make every
+    later load wait for ever; the kernel's own lock clears it first."""
+    import torch.utils.cpp_extension
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    folder = neighbour_kernel.build_directory()
+    folder.mkdir(parents=True)
+    (folder / neighbour_kernel.TORCH_LOCK).touch()  # what a killed process leaves
+    seen = []
+
+    def load(**kwargs):  # stands in for the compiler: notes what torch's lock would find
+        seen.append((folder / neighbour_kernel.TORCH_LOCK).exists())
+
+    monkeypatch.setattr(torch.utils.cpp_extension, "load", load)
+    neighbour_kernel._build_or_load.cache_clear()
+    try:
+        assert neighbour_kernel.kernel_error() is None
+    finally:
+        neighbour_kernel._build_or_load.cache_clear()  # the real kernel for the tests that follow
+    assert seen == [False]
+
+
+def test_the_build_lock_excludes_other_processes_and_dies_with_its_holder(tmp_path):
+    import fcntl
+    import signal
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from encoder.neighbour_kernel import "
+         "build_lock\nwith build_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(600)",
+         str(tmp_path)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with open(tmp_path / "build.lock", "a") as handle:
+            with pytest.raises(BlockingIOError):  # another process holds it
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(timeout=30)
+        with open(tmp_path / "build.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again: the system released the dead holder's
+    finally:
+        holder.kill()
+        holder.stdout.close()
+
+
+def test_without_file_locks_torchs_own_lock_alone_guards_the_build(monkeypatch, tmp_path):
+    import errno
+
+    def no_locks(*args):
+        raise OSError(errno.ENOLCK, "no locks available")
+
+    monkeypatch.setattr(neighbour_kernel.fcntl, "flock", no_locks)
+    (tmp_path / neighbour_kernel.TORCH_LOCK).touch()  # unknown: another process may be building
+    with neighbour_kernel.build_lock(tmp_path):
+        assert (tmp_path / neighbour_kernel.TORCH_LOCK).exists()  # not ours to remove without our lock
