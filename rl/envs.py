@@ -8,9 +8,12 @@ A process may hold any slice of a run's envs: env ``i`` is the same env wherever
 """
 from __future__ import annotations
 
+import atexit
+import functools
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -127,8 +130,40 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
     if (vector or config.vector) != "async":
         return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
     with interrupts_ignored_by_children():
-        return AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
+        envs = AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
                               context=env_start_method())
+    closed_at_exit(envs)
+    return envs
+
+
+_OPEN_AT_EXIT: "weakref.WeakSet[AsyncVectorEnv]" = weakref.WeakSet()
+
+
+def closed_at_exit(envs: AsyncVectorEnv) -> None:
+    """Have ``envs`` closed when the program exits, if nothing closed it before.
+
+    Its processes ignore SIGTERM (``interrupts_ignored_by_children``), and multiprocessing's own
+    exit handler terminates its children with SIGTERM and then joins them: a program leaving an
+    async vector env open (an exception on the way out, a Ctrl-C during start-up) would wait for
+    them for ever. ``_close_left_open``, registered after multiprocessing's handler, runs before it.
+    """
+    _register_exit_handler()
+    _OPEN_AT_EXIT.add(envs)
+
+
+@functools.cache
+def _register_exit_handler() -> None:
+    atexit.register(_close_left_open)
+
+
+def _close_left_open() -> None:
+    """Kill the processes of every vector env still open, then close it (its pipes)."""
+    for envs in list(_OPEN_AT_EXIT):
+        if not envs.closed:
+            for process in envs.processes:
+                if process.is_alive():
+                    process.kill()
+            envs.close(terminate=True)
 
 
 def env_start_method() -> str | None:
@@ -148,7 +183,8 @@ def interrupts_ignored_by_children() -> Iterator[None]:
     A terminal's Ctrl-C goes to every process of the foreground group. The env workers of an
     ``AsyncVectorEnv`` would die of it mid-step and take the training down before it could save;
     they inherit the ignored signals, and the trainer alone acts on them (``rl/interrupt.py``).
-    They still end with the trainer: ``close()``, or their pipe closing when it dies.
+    They still end with the trainer: ``close()``, their pipe closing when it dies, or killed at
+    its exit if it left them open (``closed_at_exit``).
     """
     if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         yield

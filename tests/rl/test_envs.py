@@ -1,6 +1,7 @@
 """Seeded vector envs: episodes get disjoint seeds, and replaying restores an env exactly."""
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -89,3 +90,15 @@ def test_async_envs_are_forked_in_a_process_without_ray():
             "print(type(envs.processes[0]._popen).__module__); envs.close()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["multiprocessing.popen_fork"]
+
+
+def test_a_program_that_leaves_async_envs_open_still_exits():
+    """The env processes ignore SIGTERM, which multiprocessing's exit handler sends before it joins
+    them: without ``closed_at_exit`` this program waited for them for ever."""
+    code = ("from config import EnvConfig; from rl.envs import make_envs; "
+            "envs = make_envs(EnvConfig(kwargs={'map_size': 16}, num_envs=2, vector='async'), run_seed=3); "
+            "envs.reset(); pids = [p.pid for p in envs.processes]; print(*pids)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    for pid in map(int, out.stdout.split()):  # and it joined its env processes: they are gone
+        assert not Path(f"/proc/{pid}").exists()
