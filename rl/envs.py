@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
+from types import FrameType
 from typing import Any
 
 import gymnasium as gym
@@ -129,9 +130,15 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
     indices = range(config.num_envs) if indices is None else indices
     if (vector or config.vector) != "async":
         return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
-    with interrupts_ignored_by_children():
-        envs = AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
-                              context=env_start_method())
+    start_method, envs = env_start_method(), None
+    try:
+        with interrupts_ignored_by_children(spawned=start_method == "spawn"):
+            envs = AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
+                                  context=start_method)
+    except BaseException:  # e.g. a Ctrl-C that came while the processes started, delivered now
+        if envs is not None:
+            stop_at_once(envs)
+        raise
     closed_at_exit(envs)
     return envs
 
@@ -142,10 +149,11 @@ _OPEN_AT_EXIT: "weakref.WeakSet[AsyncVectorEnv]" = weakref.WeakSet()
 def closed_at_exit(envs: AsyncVectorEnv) -> None:
     """Have ``envs`` closed when the program exits, if nothing closed it before.
 
-    Its processes ignore SIGTERM (``interrupts_ignored_by_children``), and multiprocessing's own
-    exit handler terminates its children with SIGTERM and then joins them: a program leaving an
-    async vector env open (an exception on the way out, a Ctrl-C during start-up) would wait for
-    them for ever. ``_close_left_open``, registered after multiprocessing's handler, runs before it.
+    Its processes do not act on SIGTERM (``interrupts_ignored_by_children``), and
+    multiprocessing's own exit handler terminates its children with SIGTERM and then joins them: a
+    program leaving an async vector env open (an exception on the way out, a Ctrl-C during
+    start-up) would wait for them for ever. ``_close_left_open``, registered after
+    multiprocessing's handler, runs before it.
     """
     _register_exit_handler()
     _OPEN_AT_EXIT.add(envs)
@@ -157,13 +165,18 @@ def _register_exit_handler() -> None:
 
 
 def _close_left_open() -> None:
-    """Kill the processes of every vector env still open, then close it (its pipes)."""
+    """The exit handler: every vector env ``closed_at_exit`` holds that is still open, stopped."""
     for envs in list(_OPEN_AT_EXIT):
         if not envs.closed:
-            for process in envs.processes:
-                if process.is_alive():
-                    process.kill()
-            envs.close(terminate=True)
+            stop_at_once(envs)
+
+
+def stop_at_once(envs: AsyncVectorEnv) -> None:
+    """Kill the processes of ``envs`` (they do not act on SIGTERM), then close it: its pipes, the joins."""
+    for process in envs.processes:
+        if process.is_alive():
+            process.kill()
+    envs.close(terminate=True)
 
 
 def env_start_method() -> str | None:
@@ -177,24 +190,39 @@ def env_start_method() -> str | None:
 
 
 @contextmanager
-def interrupts_ignored_by_children() -> Iterator[None]:
-    """Processes started in the block ignore SIGINT and SIGTERM.
+def interrupts_ignored_by_children(spawned: bool = False) -> Iterator[None]:
+    """Processes started in the block ignore SIGINT and SIGTERM; this one acts on them after it.
 
     A terminal's Ctrl-C goes to every process of the foreground group. The env workers of an
     ``AsyncVectorEnv`` would die of it mid-step and take the training down before it could save;
-    they inherit the ignored signals, and the trainer alone acts on them (``rl/interrupt.py``).
-    They still end with the trainer: ``close()``, their pipe closing when it dies, or killed at
-    its exit if it left them open (``closed_at_exit``).
+    they never act on these signals, and the trainer alone does (``rl/interrupt.py``). They still
+    end with the trainer: ``close()``, their pipe closing when it dies, or killed at its exit if
+    it left them open (``closed_at_exit``).
+
+    In the block this process only notes the signals, and a forked worker inherits that handler
+    and keeps it, so it notes them and does nothing else. A fresh interpreter (``spawned``) keeps
+    no Python handler through exec, so for it they are ignored meanwhile instead (SIG_IGN, which
+    exec keeps). At the end of the block this process gets the signals it noted again
+    (``signal.raise_signal``), under the handlers it had: a Ctrl-C while the workers start is no
+    longer lost (with SIG_IGN it was, until 2026-11-27).
     """
     if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         yield
         return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    noted: list[int] = []
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    handler = signal.SIG_IGN if spawned else note
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        for sig in dict.fromkeys(noted):  # each signal once, in the order it came
+            signal.raise_signal(sig)
 
 
 def restore_envs(envs: gym.vector.VectorEnv, progress: EpisodeProgress, indices: Sequence[int]) -> dict[str, np.ndarray]:

@@ -1,6 +1,9 @@
 """Seeded vector envs: episodes get disjoint seeds, and replaying restores an env exactly."""
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -93,8 +96,8 @@ def test_async_envs_are_forked_in_a_process_without_ray():
 
 
 def test_a_program_that_leaves_async_envs_open_still_exits():
-    """The env processes ignore SIGTERM, which multiprocessing's exit handler sends before it joins
-    them: without ``closed_at_exit`` this program waited for them for ever."""
+    """The env processes do not act on SIGTERM, which multiprocessing's exit handler sends before
+    it joins them: without ``closed_at_exit`` this program waited for them for ever."""
     code = ("from config import EnvConfig; from rl.envs import make_envs; "
             "envs = make_envs(EnvConfig(kwargs={'map_size': 16}, num_envs=2, vector='async'), run_seed=3); "
             "envs.reset(); pids = [p.pid for p in envs.processes]; print(*pids)")
@@ -102,3 +105,35 @@ def test_a_program_that_leaves_async_envs_open_still_exits():
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
     for pid in map(int, out.stdout.split()):  # and it joined its env processes: they are gone
         assert not Path(f"/proc/{pid}").exists()
+
+
+def test_a_ctrl_c_while_the_env_processes_start_is_not_lost():
+    """It used to be: this process ignored SIGINT while its workers started, so that they inherit
+    the ignoring. Now it notes it and gets it again after; the half-started envs are stopped."""
+    code = ("import os, signal; import rl.envs as E; from config import EnvConfig\n"
+            "real = E.AsyncVectorEnv\n"
+            "def starting(*args, **kwargs):\n"
+            "    os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while the env processes start\n"
+            "    return real(*args, **kwargs)\n"
+            "E.AsyncVectorEnv = starting\n"
+            "try:\n"
+            "    E.make_envs(EnvConfig(kwargs={'map_size': 16}, num_envs=2, vector='async'), run_seed=3)\n"
+            "    print('lost')\n"
+            "except KeyboardInterrupt:\n"
+            "    print('interrupted')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout.split()) == (0, ["interrupted"]) and "Traceback" not in out.stderr, out.stderr
+
+
+def test_the_env_processes_act_on_neither_ctrl_c_nor_sigterm():
+    envs = make_envs(EnvConfig(kwargs={"map_size": 16}, num_envs=2, vector="async"), run_seed=3)
+    try:
+        envs.reset(seed=0)
+        for process in envs.processes:
+            os.kill(process.pid, signal.SIGINT)
+            os.kill(process.pid, signal.SIGTERM)
+        time.sleep(0.5)
+        assert all(process.is_alive() for process in envs.processes)
+        envs.step(np.zeros(2, dtype=np.int64))  # and they still step
+    finally:
+        envs.close()
