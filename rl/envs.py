@@ -29,6 +29,7 @@ from config import ConfigError, EnvConfig, apply_override
 from env.greedy_value import GreedyValue
 from env.lookahead import Continuation, LookaheadCosts
 from rl.episodes import EpisodeProgress
+from rl.interrupt import SIGNALS
 from rl.seeding import train_episode_seed
 
 
@@ -203,8 +204,8 @@ def interrupts_ignored_by_children(spawned: bool = False) -> Iterator[None]:
     and keeps it, so it notes them and does nothing else. A fresh interpreter (``spawned``) keeps
     no Python handler through exec, so for it they are ignored meanwhile instead (SIG_IGN, which
     exec keeps). At the end of the block this process gets the signals it noted again
-    (``signal.raise_signal``), under the handlers it had: a Ctrl-C while the workers start is no
-    longer lost (with SIG_IGN it was, until 2026-11-27).
+    (``signal.raise_signal``), under the handlers it had, so a Ctrl-C while the workers start is
+    not lost.
     """
     if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         yield
@@ -215,7 +216,7 @@ def interrupts_ignored_by_children(spawned: bool = False) -> Iterator[None]:
         noted.append(signum)
 
     handler = signal.SIG_IGN if spawned else note
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     try:
         yield
     finally:
