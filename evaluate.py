@@ -32,6 +32,13 @@ predictor instead, its guess not opened, ``--prior-weight W`` with that weight (
 file's, else 0.5) and ``--opening W`` with its guess opened by W x W squares of free cells (0: not
 opened; default: as the file's planner). A planner's episode costs about ten of the agent's;
 ``--workers`` splits it across Ray tasks as the rest.
+
+Every policy plays a map before the next map starts, so the progress bar (in maps) keeps one pace
+from the first map to the last. Ctrl-C or SIGTERM stops the evaluation after the map in play
+(with ``--workers``, at once: the chunks in play are cancelled) and prints the table over the maps
+every policy finished, the first N; ``--json`` gets that report, its ``stopped_by`` naming the
+signal (``compare.py`` pairs it over those N maps). The exit code is then the shell's for the
+signal (130 for SIGINT, 143 for SIGTERM); a second signal stops at once, reporting nothing.
 """
 from __future__ import annotations
 
@@ -44,8 +51,9 @@ from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
-from rl.evaluation import (AGENT, REFERENCES, argmax_actor, evaluate_actors, evaluation_report, load_policy,
+from rl.evaluation import (AGENT, REFERENCES, STOP_PLAN, argmax_actor, evaluate_actors, finished_report, load_policy,
                            map_dir_size, train_part_note)
+from rl.interrupt import StopOnSignal
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
 from stats import format_mean_ci
@@ -57,8 +65,8 @@ COLUMNS = {  # summary key -> (header, decimals)
     "travel_to_complete": ("travel to complete", 1),
 }
 
-
-"""Travel is compared per map with each of these, when it ran: the goal, and the bar to clear."""
+RAY_STOP_PLAN = "cancelling the chunks in play, then reporting the maps finished"
+"""What a signal does to ``--workers``' evaluation (``rl.cluster.evaluation.evaluate_on_ray``)."""
 
 
 def format_ratio(name: str, reference: str, ratio: tuple[float, float, int] | None) -> str:
@@ -103,17 +111,18 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pla
     return planner.overridden(args.prior_weight, args.opening)
 
 
-def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace) -> dict:
-    """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here (one episode)."""
+def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace,
+                         stop: StopOnSignal) -> dict:
+    """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here first
+    (one episode)."""
     from rl.cluster.connect import ray_session  # Ray is imported only when asked for
     from rl.cluster.evaluation import evaluate_on_ray
     names = list(actors)
-    with ray_session(args.address):
-        results = evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, args.episodes,
-                                  args.seed, args.workers, planner if PLANNER in names else None)
     if args.gif is not None:
         evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False)
-    return results
+    with ray_session(args.address):
+        return evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, args.episodes,
+                               args.seed, args.workers, planner if PLANNER in names else None, stop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,22 +198,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.policy != "all":
         actors = {args.policy: actors[args.policy]}
 
-    if args.workers > 1:
-        try:
-            results = evaluate_in_parallel(actors, policy, planner, env_config, args)
-        except ConfigError as error:  # no cluster at --address
-            parser.error(f"--address: {error}")
-    else:
-        results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif)
-    report = evaluation_report(results, args.episodes, args.seed, env_config)
+    with StopOnSignal(RAY_STOP_PLAN if args.workers > 1 else STOP_PLAN) as stop:
+        if args.workers > 1:
+            try:
+                results = evaluate_in_parallel(actors, policy, planner, env_config, args, stop)
+            except ConfigError as error:  # no cluster at --address
+                parser.error(f"--address: {error}")
+        else:
+            results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif, stop=stop)
+    report, exit_code = finished_report(results, stop, args.episodes, args.seed, env_config)
+    if report is None:
+        return exit_code
     print(format_table(report["summaries"], {reference: report[f"travel_ratio_to_{reference}"]
                                              for reference in REFERENCES if reference in results}))
     if args.json:
         atomic_write_text(args.json, json.dumps(report, indent=2))
     if args.gif:
         print(f"GIF of {next(iter(results))}'s first episode: {args.gif}")
-    return 0
-
+    return exit_code
 
 if __name__ == "__main__":
     sys.exit(main())

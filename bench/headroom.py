@@ -30,10 +30,13 @@ Runs nearest frontier, greedy and both lookaheads on the held-out maps of ``eval
 prints the per-map travel ratios; ``--json`` keeps every episode, as ``evaluate.py --json`` does,
 for ``compare.py``. A lookahead costs about (valid moves) x (moves left) env steps per step: on the
 reference's floor plans (``configs/dungeon.yaml``) about 30 ms a state, 1 s an episode.
+Ctrl-C or SIGTERM stops after the map in play and reports the maps every policy finished, as
+``evaluate.py`` does.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from bench.travel_report import report_travel
@@ -41,10 +44,11 @@ from config import load_config
 from env.baselines import greedy, nearest_frontier
 from env.lookahead import belief_lookahead, greedy_lookahead_oracle, guessed_lookahead, revealed_within
 from rl.envs import with_env_overrides
-from rl.evaluation import evaluate_actors, map_dir_size
+from rl.evaluation import STOP_PLAN, evaluate_actors, map_dir_size
+from rl.interrupt import StopOnSignal
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
@@ -79,11 +83,12 @@ def main() -> None:
               **{f"revealed_{d}_noise_{p:g}" + (f"_worlds_{args.worlds}" if args.worlds > 1 else ""):
                  guessed_lookahead(*(revealed_within(d, noise=p, seed=args.seed + k) for k in range(args.worlds)))
                  for d in args.reveal for p in args.reveal_noise}}
-    results = evaluate_actors(actors, env_config, episodes, args.seed)
+    with StopOnSignal(STOP_PLAN) as stop:
+        results = evaluate_actors(actors, env_config, episodes, args.seed, stop=stop)
     pairs = [(ours, reference) for ours in list(actors)[1:] for reference in ("nearest_frontier", "greedy")
              if ours != reference]
-    report_travel(results, pairs, args.json, episodes, args.seed, env_config)
+    return report_travel(results, pairs, args.json, episodes, args.seed, env_config, stop)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

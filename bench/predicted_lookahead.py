@@ -27,10 +27,13 @@ a known free cell (with ``--doubted P``, only those whose wall probability lies 
 It prints each one's per-map travel against greedy's (and the planners' against the agent's);
 ``--json`` keeps every episode for ``compare.py``. A lookahead costs about 50 ms a floor-plan
 state (the predictor, a lattice of the guessed world, greedy's play-outs there).
+Ctrl-C or SIGTERM stops after the map in play and reports the maps every policy finished, as
+``evaluate.py`` does.
 """
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from bench.travel_report import report_travel
@@ -38,7 +41,8 @@ from config import load_config
 from env.baselines import greedy
 from env.lookahead import far_unknown_price, guessed_lookahead, within_steps
 from rl.envs import with_env_overrides
-from rl.evaluation import AGENT, argmax_actor, evaluate_actors, load_policy, map_dir_size
+from rl.evaluation import AGENT, STOP_PLAN, argmax_actor, evaluate_actors, load_policy, map_dir_size
+from rl.interrupt import StopOnSignal
 from rl.planner import Told, planning_actor, predicted_guess
 from rl.pretrained import planner_for
 
@@ -70,7 +74,7 @@ def told_cells(band: tuple[int, int], doubted: float | None) -> Told:
     return told
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--predictor", type=Path, help="a file of python -m rl.map_prediction (default: the one "
                                                        "--checkpoint carries)")
@@ -127,10 +131,11 @@ def main() -> None:
         actors[AGENT] = argmax_actor(policy)
         end_price = far_unknown_price(args.end_price) if args.end_price else None  # 0: no price to compute
         actors.update({f"planner_{w:g}": planning_actor(policy, guess, w, end_price) for w in args.prior_weight})
-    results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode)
+    with StopOnSignal(STOP_PLAN) as stop:
+        results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode, stop=stop)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
-    report_travel(results, pairs, args.json, episodes, args.seed, env_config)
+    return report_travel(results, pairs, args.json, episodes, args.seed, env_config, stop)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

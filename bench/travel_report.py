@@ -7,16 +7,23 @@ from pathlib import Path
 
 from config import EnvConfig
 from rl.atomic import atomic_write_text
-from rl.evaluation import EpisodeResult, evaluation_report, travel_ratio
+from rl.evaluation import EpisodeResult, finished_report, travel_ratio
+from rl.interrupt import StopOnSignal
 from stats import format_mean_ci
 
 
 def report_travel(results: Mapping[str, Sequence[EpisodeResult]], pairs: Iterable[tuple[str, str]],
-                  json_path: Path | None, episodes: int, seed: int, env_config: EnvConfig) -> None:
-    """Print ``travel OURS / REFERENCE: mean ± CI (n=...)`` for each pair; with ``json_path``,
-    write the episodes as ``evaluate.py --json`` does."""
+                  json_path: Path | None, episodes: int, seed: int, env_config: EnvConfig, stop: StopOnSignal) -> int:
+    """Print ``travel OURS / REFERENCE: mean ± CI (n=...)`` for each pair over the maps every
+    policy finished of the ``episodes`` asked (fewer when ``stop`` ended the run: it says so); with
+    ``json_path``, write them as ``evaluate.py --json`` does. The program's exit code
+    (``rl.evaluation.finished_report``)."""
+    report, exit_code = finished_report(results, stop, episodes, seed, env_config)
+    if report is None:
+        return exit_code
     for ours, reference in pairs:
         mean, half, n = travel_ratio(results[ours], results[reference])
         print(f"travel {ours} / {reference}: {format_mean_ci(mean, half, 3)} (n={n})")
     if json_path:
-        atomic_write_text(json_path, json.dumps(evaluation_report(results, episodes, seed, env_config), indent=2))
+        atomic_write_text(json_path, json.dumps(report, indent=2))
+    return exit_code

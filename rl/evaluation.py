@@ -1,6 +1,7 @@
 """Running whole episodes with any policy, and summarising them with 95% confidence intervals."""
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,6 +20,7 @@ from policy import PolicyNet, build_policy
 from rl.checkpoint import CheckpointError, load_model_weights
 from rl.pretrained import read_weights
 from rl.envs import make_env
+from rl.interrupt import StopOnSignal, signal_exit_code
 from rl.seeding import eval_episode_seed
 from stats import mean_ci
 
@@ -96,32 +98,68 @@ def episode_options(env_config: EnvConfig, episode: int) -> dict | None:
 
 
 def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes: int, seed: int,
-                    gif: Path | None = None, progress: bool = True, first_episode: int = 0
-                    ) -> dict[str, list[EpisodeResult]]:
+                    gif: Path | None = None, progress: bool = True, first_episode: int = 0,
+                    stop: StopOnSignal | None = None) -> dict[str, list[EpisodeResult]]:
     """Every actor on the same ``episodes`` held-out maps (odd seeds, never seen in training):
     held-out episodes ``first_episode .. first_episode + episodes - 1`` of ``seed``. With a
     ``map_dir``, episode i plays map i of the collection's order (``map_dir_size`` maps).
 
+    Map by map: every actor plays a map before the next map starts, so the progress bar's pace
+    holds for the whole evaluation, however much slower one actor is (the planner), and a
+    ``stop`` requested (a signal: ``StopOnSignal``) ends it after the map in play with every
+    actor's results over the same first maps (``played_maps``).
+
     With ``gif``, the first actor's first episode is saved there.
     """
     env = make_env(env_config, render_mode="rgb_array" if gif else None)
-    indices = range(first_episode, first_episode + episodes)
-    seeds = [eval_episode_seed(seed, i) for i in indices]
-    options = [episode_options(env_config, i) for i in indices]
-    results: dict[str, list[EpisodeResult]] = {}
+    results: dict[str, list[EpisodeResult]] = {name: [] for name in actors}
     first = next(iter(actors))
-    with tqdm(total=len(actors) * episodes, unit="episode", desc="evaluating", disable=not progress) as bar:
-        for name, act in actors.items():
-            results[name] = []
-            for i, episode_seed in enumerate(seeds):
-                record = gif is not None and name == first and i == 0
-                result, frames = run_episode(env, act, episode_seed, record=record, options=options[i])
+    with tqdm(total=episodes, unit="map", desc="evaluating", disable=not progress) as bar:
+        for i in range(first_episode, first_episode + episodes):
+            if stop is not None and stop.requested:
+                break
+            for name, act in actors.items():
+                record = gif is not None and name == first and i == first_episode
+                result, frames = run_episode(env, act, eval_episode_seed(seed, i), record=record,
+                                             options=episode_options(env_config, i))
                 results[name].append(result)
                 if record:
                     save_gif(frames, gif)
-                bar.update(1)
+            bar.update(1)
     env.close()
     return results
+
+
+STOP_PLAN = "finishing the map in play, then reporting the maps finished"
+"""What a signal does to an evaluation given ``evaluate_actors``' ``stop`` (told at the first one)."""
+
+
+def played_maps(results: Mapping[str, Sequence[EpisodeResult]]) -> int:
+    """How many maps ``results`` hold (every actor played the same first ones)."""
+    return len(next(iter(results.values()), []))
+
+
+def stopped_note(stopped_by: str | None, played: int, asked: int) -> str | None:
+    """What to tell a user whose evaluation the signal ``stopped_by`` ended after ``played`` of
+    ``asked`` maps; None when it was not stopped."""
+    if stopped_by is None:
+        return None
+    if played == 0:
+        return f"stopped by {stopped_by} before the first map finished; nothing to report"
+    return f"stopped by {stopped_by} after {played} of {asked} maps: what follows covers those {played}"
+
+
+def finished_report(results: Mapping[str, Sequence[EpisodeResult]], stop: StopOnSignal, asked: int, seed: int,
+                    env: EnvConfig) -> tuple[dict | None, int]:
+    """``evaluation_report`` over the maps every actor finished of the ``asked`` (None when none
+    did), and the program's exit code: 0, or the shell's code for the signal that stopped it
+    before the last map (``signal_exit_code``), which is then told on stderr (``stopped_note``)."""
+    played = played_maps(results)
+    stopped_by = stop.requested if played < asked else None  # a signal during the last map lost nothing
+    if note := stopped_note(stopped_by, played, asked):
+        print(note, file=sys.stderr)
+    code = 0 if stopped_by is None else signal_exit_code(stopped_by)
+    return (evaluation_report(results, played, seed, env, stopped_by) if played else None), code
 
 
 def map_dir_size(env_config: EnvConfig) -> int | None:
@@ -170,12 +208,13 @@ def travel_ratio(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResul
 
 
 def evaluation_report(results: Mapping[str, Sequence[EpisodeResult]], episodes: int, seed: int,
-                      env: EnvConfig) -> dict:
+                      env: EnvConfig, stopped_by: str | None = None) -> dict:
     """What ``evaluate.py --json`` writes and ``compare.py`` reads: the summaries, the travel
-    ratios to each of ``REFERENCES`` present, and every episode's result."""
+    ratios to each of ``REFERENCES`` present, and every episode's result; ``stopped_by``, the
+    signal that ended the evaluation after ``episodes`` maps (None: it played every map asked)."""
     ratios = {reference: {name: travel_ratio(r, results[reference]) for name, r in results.items() if name != reference}
               for reference in REFERENCES if reference in results}
-    return {"episodes": episodes, "seed": seed, "env": asdict(env),
+    return {"episodes": episodes, "seed": seed, "env": asdict(env), "stopped_by": stopped_by,
             "summaries": {name: summarise(r) for name, r in results.items()},
             **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
             "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}

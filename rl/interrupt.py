@@ -6,6 +6,9 @@ returns, and on its way out the trainer makes sure the last finished update has 
 updating, logging, playing the image episode or writing a checkpoint). ``Stopped`` says what was
 saved. A second signal raises ``KeyboardInterrupt`` at once, for a user who cannot wait (the
 checkpoints already written stay intact: each is written atomically).
+
+The same two-step stop serves the other long programs: imitation and the map predictor keep the
+rounds or epochs finished, an evaluation reports the maps finished (``rl.evaluation.evaluate_actors``).
 """
 from __future__ import annotations
 

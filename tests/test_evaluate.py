@@ -2,6 +2,7 @@
 runs are in tests/rl/test_train.py)."""
 import json
 import re
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from PIL import Image
 import evaluate
 import visualize
 from evaluate import format_table
+from env.baselines import BASELINES
 from predictor import MapPredictor
 from predictor.files import predictor_file
 from rl.evaluation import EpisodeResult, summarise, travel_ratio
@@ -115,6 +117,30 @@ def test_an_evaluation_on_a_folders_training_part_says_so(tmp_path, capsys, spli
     assert evaluate.main(argv) == 0
     said = "map_split='train': playing the part of map_dir=" in capsys.readouterr().err
     assert said == (split == "train")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_signal_stops_after_the_map_in_play_and_reports_the_maps_finished(tmp_path, capsys, monkeypatch, sig):
+    whole, stopped = tmp_path / "whole.json", tmp_path / "stopped.json"
+    argv = ["--policy", "greedy", "--config", str(SMOKE), "--episodes", "5"]
+    assert evaluate.main([*argv, "--json", str(whole)]) == 0
+    episodes, greedy = [], BASELINES["greedy"]
+
+    def greedy_then_a_signal(obs, env):
+        episodes.append(env.steps == 0)
+        if sum(episodes) == 2 and env.steps == 1:  # a real signal, in the second map's episode
+            signal.raise_signal(sig)
+        return greedy(obs, env)
+
+    monkeypatch.setitem(evaluate.BASELINES, "greedy", greedy_then_a_signal)
+    assert evaluate.main([*argv, "--json", str(stopped)]) == 128 + sig  # the shell's code for the signal
+    err = capsys.readouterr().err
+    assert f"{sig.name}: finishing the map in play, then reporting the maps finished" in err
+    assert f"stopped by {sig.name} after 2 of 5 maps: what follows covers those 2" in err
+    whole, stopped = json.loads(whole.read_text()), json.loads(stopped.read_text())
+    assert (whole["stopped_by"], stopped["stopped_by"], stopped["episodes"]) == (None, sig.name, 2)
+    assert stopped["per_episode"]["greedy"] == whole["per_episode"]["greedy"][:2]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are put back
 
 
 def test_a_bad_map_in_the_folder_is_refused_before_any_episode(tmp_path, capsys, monkeypatch):

@@ -23,6 +23,7 @@ from policy import PolicyNet
 from predictor.files import predictor_file, predictor_from_state
 from rl.collector import contiguous_slices
 from rl.evaluation import AGENT, EpisodeResult, argmax_actor, evaluate_actors
+from rl.interrupt import StopOnSignal
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import Planner
 
@@ -30,6 +31,10 @@ TASKS_PER_WORKER = 8
 """Chunks each worker's share of the maps is cut into: a long evaluation's progress bar moves every
 eighth of it, for 0.4-0.5 s of set-up a chunk (the policy, the predictor and a floor-plan env;
 docs/performance.md)."""
+
+STOP_POLL_S = 0.5
+"""How often, in seconds, the wait for the next chunk looks whether a ``stop`` was requested: a
+chunk can take minutes, and a signal's handler only notes the request."""
 
 
 @ray.remote(num_cpus=1)
@@ -57,9 +62,12 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None
 
 
 def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvConfig, episodes: int, seed: int,
-                    workers: int, planner: Planner | None = None) -> dict[str, list[EpisodeResult]]:
+                    workers: int, planner: Planner | None = None, stop: StopOnSignal | None = None
+                    ) -> dict[str, list[EpisodeResult]]:
     """``evaluate_actors`` over ``episodes`` held-out maps in ``workers`` Ray tasks (connect first);
-    ``planner`` plays ``planner`` with ``policy``."""
+    ``planner`` plays ``planner`` with ``policy``. A ``stop`` requested cancels the chunks in play
+    and starts no more: the results then cover the maps of the chunks finished before the first
+    one that did not (the same first maps for every actor, as ``evaluate_actors`` stops)."""
     model = None if policy is None else ray.put((policy.config, policy.n_node_features, {k: v.cpu() for k, v in policy.state_dict().items()}))
     carried = None if planner is None else ray.put((predictor_file(planner.predictor, {}), planner._replace(predictor=None)))
     chunks = contiguous_slices(episodes, min(workers * TASKS_PER_WORKER, episodes))
@@ -74,11 +82,22 @@ def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvC
     for _ in range(workers):
         start_next()
     done: dict[int, dict[str, list[EpisodeResult]]] = {}
-    with tqdm(total=episodes * len(names), unit="episode", desc=f"evaluating ({workers} workers)") as bar:
+    with tqdm(total=episodes, unit="map", desc=f"evaluating ({workers} workers)") as bar:
         while running:
-            (ready,), _ = ray.wait(list(running), num_returns=1)
-            i = running.pop(ready)
-            done[i] = ray.get(ready)
-            bar.update(len(names) * len(chunks[i]))
-            start_next()
-    return {name: [result for i in range(len(chunks)) for result in done[i][name]] for name in names}
+            if stop is not None and stop.requested:
+                for task in running:
+                    ray.cancel(task, force=True)
+                break
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=STOP_POLL_S)
+            if ready:
+                i = running.pop(ready[0])
+                try:
+                    done[i] = ray.get(ready[0])
+                except ray.exceptions.RayError:
+                    if stop is None or not stop.requested:
+                        raise
+                    continue  # a chunk the signal reached in its worker: not finished
+                bar.update(len(chunks[i]))
+                start_next()
+    finished = next((i for i in range(len(chunks)) if i not in done), len(chunks))  # the chunks before the first gap
+    return {name: [result for i in range(finished) for result in done[i][name]] for name in names}

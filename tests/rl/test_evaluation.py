@@ -1,11 +1,13 @@
-"""Travel ratios and summaries, against hand-computed values."""
+"""Travel ratios and summaries, against hand-computed values; the order maps are played in, and a stop."""
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from config import EnvConfig
 from env.baselines import BASELINES
-from rl.evaluation import EpisodeResult, evaluate_actors, map_dir_size, summarise, travel_ratio
+from rl.evaluation import (EpisodeResult, evaluate_actors, finished_report, map_dir_size, played_maps, stopped_note,
+                           summarise, travel_ratio)
 from tests.map_folders import MAP_ORDER, write_maps
 
 
@@ -35,3 +37,31 @@ def test_over_a_map_dir_episode_i_plays_map_i_in_any_chunk_of_episodes(tmp_path)
     assert [r.map_file for r in serial] == MAP_ORDER
     chunk = evaluate_actors(actors, env_config, 2, seed=0, progress=False, first_episode=2)["nearest_frontier"]
     assert chunk == serial[2:]  # what a Ray task given episodes 2..3 plays
+
+
+def test_every_actor_plays_a_map_before_the_next_and_a_stop_ends_after_the_map_in_play():
+    env_config = EnvConfig(kwargs={"map_size": 16, "max_steps": 40})
+    names = ("greedy", "nearest_frontier")
+    starts, stop = [], SimpleNamespace(requested=None)  # the actors' episodes, in the order they began
+
+    def watched(name):
+        def act(obs, env):
+            if env.steps == 0:
+                starts.append(name)
+                if starts.count("nearest_frontier") == 2:
+                    stop.requested = "SIGINT"  # as StopOnSignal notes a signal: mid-episode, second map
+            return BASELINES[name](obs, env)
+        return act
+
+    whole = evaluate_actors({name: BASELINES[name] for name in names}, env_config, 4, seed=0, progress=False)
+    stopped = evaluate_actors({name: watched(name) for name in names}, env_config, 4, seed=0, progress=False, stop=stop)
+    assert starts == ["greedy", "nearest_frontier"] * 2  # map by map; no third map began
+    assert played_maps(stopped) == 2  # the map in play was finished
+    assert stopped == {name: results[:2] for name, results in whole.items()}
+    report, code = finished_report(stopped, stop, 4, 0, env_config)
+    assert (report["episodes"], report["stopped_by"], code) == (2, "SIGINT", 130)
+    assert finished_report(whole, stop, 4, 0, env_config)[0]["stopped_by"] is None  # a signal in the last map lost nothing
+    assert finished_report({name: [] for name in names}, stop, 4, 0, env_config) == (None, 130)
+    assert stopped_note("SIGINT", 2, 4) == "stopped by SIGINT after 2 of 4 maps: what follows covers those 2"
+    assert stopped_note("SIGTERM", 0, 4) == "stopped by SIGTERM before the first map finished; nothing to report"
+    assert stopped_note(None, 4, 4) is None
