@@ -31,7 +31,6 @@ from rl.report import by_setting, markdown_table, seed_differences, write_csv
 from rl.comparison import paired_settings
 from rl.sweep import (EVALUATION, RESULT, RunSpec, StaleRunError, check_reusable, finished_result, run_name,
                       settings_grid, spec_config)
-from viz.ablation_plots import final_metric, learning_curves
 
 
 OVER_SEEDS = ("Over seeds: each setting's travel / nearest frontier against another's, each run one replicate "
@@ -145,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     answer = f"{answer}\n\n" if answer else "\n"
     report = f"Budget: {budget}.\n\n{table}\n{OVER_SEEDS}\n\n{differences}\n{answer}{PAIRED}\n\n{paired}\n"
     (args.out / "results.md").write_text(report)
+    from viz.ablation_plots import final_metric, learning_curves  # matplotlib, 0.9 s: only once there is a plot to draw
     learning_curves(groups, config.ppo.total_timesteps, args.out / "learning_curves.png")
     final_metric(groups, "travel_to_complete", "travel to complete (cells)", args.out / "travel_to_complete.png")
     final_metric(groups, "ratio_to_nearest_frontier", "travel / nearest frontier", args.out / "ratio_to_nearest_frontier.png")
