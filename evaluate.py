@@ -51,8 +51,8 @@ from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
-from rl.evaluation import (AGENT, REFERENCES, STOP_PLAN, argmax_actor, evaluate_actors, finished_report, load_policy,
-                           map_dir_size, train_part_note)
+from rl.evaluation import (AGENT, REFERENCES, STOP_PLAN, absent_map_dir_note, argmax_actor, evaluate_actors,
+                           finished_report, load_policy, map_dir_size, train_part_note)
 from rl.interrupt import StopOnSignal
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env_config = with_env_overrides(config.env, args.env)
     except ConfigError as error:
-        parser.error(f"--env: {error}")
+        parser.error(absent_map_dir_note(config.env, args.env, args.checkpoint or args.config) or f"--env: {error}")
     maps = map_dir_size(env_config)
     if note := train_part_note(env_config):
         print(note, file=sys.stderr)

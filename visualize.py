@@ -50,7 +50,8 @@ from env.rendering import save_gif
 from graph_batch import collate
 from rl.atomic import check_writable
 from rl.envs import make_env, with_env_overrides
-from rl.evaluation import AGENT, Actor, argmax_actor, episode_options, load_policy, run_episode, train_part_note
+from rl.evaluation import (AGENT, Actor, absent_map_dir_note, argmax_actor, episode_options, load_policy, run_episode,
+                           train_part_note)
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import planner_for
 from rl.seeding import eval_episode_seed
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         env_config = with_env_overrides(config.env, args.env)
     except ConfigError as error:
-        parser.error(f"--env: {error}")
+        parser.error(absent_map_dir_note(config.env, args.env, args.checkpoint) or f"--env: {error}")
     if note := train_part_note(env_config):
         print(note, file=sys.stderr)
     env = make_env(env_config, render_mode="rgb_array")

@@ -12,7 +12,7 @@ import torch
 from tqdm import tqdm
 
 from config import Config, EnvConfig
-from env.map_collection import find_split
+from env.map_collection import GLOB_CHARS, find_split
 from env.observation import NODE_FEATURE_NAMES
 from env.rendering import save_gif
 from graph_batch import forward_each
@@ -167,6 +167,22 @@ def map_dir_size(env_config: EnvConfig) -> int | None:
     evaluation plays each once."""
     map_dir = env_config.kwargs.get("map_dir")
     return None if map_dir is None else len(find_split(map_dir, env_config.kwargs.get("map_split", "all"))[0])
+
+
+def absent_map_dir_note(env_config: EnvConfig, overrides: Sequence[str], source: Path) -> str | None:
+    """What to tell a user whose ``source`` (a checkpoint or config) plays the maps of a
+    ``map_dir`` that is not on this machine, when ``overrides`` (``--env``) name no other folder;
+    None otherwise. ``pretrained/dungeon.pt`` names the reference's floor plans
+    ``DungeonMaps/train``, a path no fresh clone holds."""
+    map_dir = env_config.kwargs.get("map_dir")
+    if map_dir is None or any(override.partition("=")[0].strip() == "map_dir" for override in overrides):
+        return None
+    if Path(map_dir).is_dir() or any(char in map_dir for char in GLOB_CHARS):
+        return None
+    where = (" (the reference's floor plans: DungeonMaps/train of github.com/marmotlab/large-scale-DRL-exploration, "
+             "docs/floor-plans.md)" if "DungeonMaps" in map_dir else "")
+    return f"{source} plays the maps of map_dir={map_dir!r}, not on this machine: name their folder with " \
+           f"--env map_dir=PATH{where}"
 
 
 def train_part_note(env_config: EnvConfig) -> str | None:

@@ -143,6 +143,20 @@ def test_a_signal_stops_after_the_map_in_play_and_reports_the_maps_finished(tmp_
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are put back
 
 
+def test_a_checkpoint_whose_map_folder_is_not_here_asks_for_it(tmp_path, capsys):
+    asked = ("pretrained/dungeon.pt plays the maps of map_dir='DungeonMaps/train', not on this machine: name "
+             "their folder with --env map_dir=PATH (the reference's floor plans")
+    for main in (evaluate.main, visualize.main):  # the file names the folder it was trained on, not a path here
+        with pytest.raises(SystemExit):
+            main(["--checkpoint", "pretrained/dungeon.pt", "--out", str(tmp_path / "viz")] if main is visualize.main
+                 else ["--checkpoint", "pretrained/dungeon.pt"])
+        assert asked in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a folder the user names is theirs to fix: the plain error
+        evaluate.main(["--checkpoint", "pretrained/dungeon.pt", "--env", f"map_dir={tmp_path / 'nowhere'}"])
+    err = capsys.readouterr().err
+    assert "--env: " in err and "nowhere' is neither a folder nor a glob pattern" in err and asked not in err
+
+
 def test_a_bad_map_in_the_folder_is_refused_before_any_episode(tmp_path, capsys, monkeypatch):
     def no_episodes(*args, **kwargs):
         raise AssertionError("an episode ran before the maps were checked")
