@@ -133,6 +133,7 @@ def test_a_signal_stops_after_the_map_in_play_and_reports_the_maps_finished(tmp_
         return greedy(obs, env)
 
     monkeypatch.setitem(evaluate.BASELINES, "greedy", greedy_then_a_signal)
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert evaluate.main([*argv, "--json", str(stopped)]) == 128 + sig  # the shell's code for the signal
     err = capsys.readouterr().err
     assert f"{sig.name}: finishing the map in play, then reporting the maps finished" in err
@@ -140,7 +141,7 @@ def test_a_signal_stops_after_the_map_in_play_and_reports_the_maps_finished(tmp_
     whole, stopped = json.loads(whole.read_text()), json.loads(stopped.read_text())
     assert (whole["stopped_by"], stopped["stopped_by"], stopped["episodes"]) == (None, sig.name, 2)
     assert stopped["per_episode"]["greedy"] == whole["per_episode"]["greedy"][:2]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handlers are put back
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # the handlers are put back
 
 
 def test_a_checkpoint_whose_map_folder_is_not_here_asks_for_it(tmp_path, capsys):

@@ -111,6 +111,7 @@ def test_a_ctrl_c_while_the_env_processes_start_is_not_lost():
     """It used to be: this process ignored SIGINT while its workers started, so that they inherit
     the ignoring. Now it notes it and gets it again after; the half-started envs are stopped."""
     code = ("import os, signal; import rl.envs as E; from config import EnvConfig\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even under a runner that ignores it\n"
             "real = E.AsyncVectorEnv\n"
             "def starting(*args, **kwargs):\n"
             "    os.kill(os.getpid(), signal.SIGINT)  # a Ctrl-C while the env processes start\n"
