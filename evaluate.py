@@ -37,7 +37,8 @@ Every policy plays a map before the next map starts, so the progress bar (in map
 from the first map to the last. Ctrl-C or SIGTERM stops the evaluation after the map in play
 (with ``--workers``, at once: the chunks in play are cancelled) and prints the table over the maps
 every policy finished, the first N; ``--json`` gets that report, its ``stopped_by`` naming the
-signal (``compare.py`` pairs it over those N maps). The exit code is then the shell's for the
+signal (``compare.py`` pairs it over those N maps). The report also names the checkpoint and,
+when the planner played, its predictor's file, prior weight and opening. The exit code is then the shell's for the
 signal (130 for SIGINT, 143 for SIGTERM); a second signal stops at once, reporting nothing.
 """
 from __future__ import annotations
@@ -109,6 +110,12 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pla
                              f"name one with --planner)")
         return None
     return planner.overridden(args.prior_weight, args.opening)
+
+
+def planner_settings(planner: Planner, predictor: Path) -> dict:
+    """What a report records of the ``planner`` that played: the file its predictor came from,
+    its prior weight and its opening (None: not opened), so that two reports say how they differ."""
+    return {"predictor": str(predictor), "prior_weight": planner.prior_weight, "opening": planner.opening}
 
 
 def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace,
@@ -211,6 +218,13 @@ def main(argv: list[str] | None = None) -> int:
         return exit_code
     print(format_table(report["summaries"], {reference: report[f"travel_ratio_to_{reference}"]
                                              for reference in REFERENCES if reference in results}))
+    if args.checkpoint is not None:
+        report["checkpoint"] = str(args.checkpoint)
+    if PLANNER in results:
+        report[PLANNER] = planner_settings(planner, args.planner or args.checkpoint)
+        opened = f"opened by {planner.opening} x {planner.opening} squares" if planner.opening else "not opened"
+        print(f"planner: the lookahead in the guess of {report[PLANNER]['predictor']}'s map predictor ({opened}), "
+              f"against the agent's log-probability weighed {planner.prior_weight:g}")
     if args.json:
         atomic_write_text(args.json, json.dumps(report, indent=2))
     if args.gif:

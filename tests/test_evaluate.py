@@ -195,12 +195,20 @@ def test_a_checkpoint_carrying_a_planner_plays_it_with_its_weight_unless_told_ot
     export(Path("pretrained/default.pt"), agent, planner=planner_entry(predictor, prior_weight=1000))
     common = ["--checkpoint", str(agent), "--episodes", "2", "--env", "map_size=16"]
     assert evaluate.main([*common, "--json", str(tmp_path / "r.json")]) == 0
-    assert "| planner |" in capsys.readouterr().out
-    per_episode = json.loads((tmp_path / "r.json").read_text())["per_episode"]
+    out = capsys.readouterr().out
+    assert "| planner |" in out
+    assert (f"planner: the lookahead in the guess of {agent}'s map predictor (not opened), against the agent's "
+            f"log-probability weighed 1000") in out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["checkpoint"], report["planner"]) == (str(agent), {"predictor": str(agent), "prior_weight": 1000,
+                                                                      "opening": None})
+    per_episode = report["per_episode"]
     travel = {name: [r["travel_distance"] for r in per_episode[name]] for name in ("agent", "planner")}
     assert travel["planner"] == travel["agent"]  # the carried weight, 1000: the agent's own moves
     evaluate.main([*common, "--policy", "planner", "--prior-weight", "0", "--json", str(tmp_path / "w0.json")])
-    lookahead = json.loads((tmp_path / "w0.json").read_text())["per_episode"]["planner"]
+    told = json.loads((tmp_path / "w0.json").read_text())
+    assert told["planner"]["prior_weight"] == 0  # the weight it played with, not the file's
+    lookahead = told["per_episode"]["planner"]
     assert [r["travel_distance"] for r in lookahead] != travel["agent"]  # --prior-weight 0: the lookahead alone
 
 
