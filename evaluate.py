@@ -37,9 +37,10 @@ Every policy plays a map before the next map starts, so the progress bar (in map
 from the first map to the last. Ctrl-C or SIGTERM stops the evaluation after the map in play
 (with ``--workers``, at once: the chunks in play are cancelled) and prints the table over the maps
 every policy finished, the first N; ``--json`` gets that report, its ``stopped_by`` naming the
-signal (``compare.py`` pairs it over those N maps). The report also names the checkpoint and,
-when the planner played, its predictor's file, prior weight and opening. The exit code is then the shell's for the
-signal (130 for SIGINT, 143 for SIGTERM); a second signal stops at once, reporting nothing.
+signal (``compare.py`` pairs it over those N maps), and the exit code is the shell's for the
+signal (130 for SIGINT, 143 for SIGTERM); a second signal stops at once, reporting nothing. The
+report also names the checkpoint and, when the planner played, its predictor's file, prior weight
+and opening.
 """
 from __future__ import annotations
 
@@ -230,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.gif:
         print(f"GIF of {next(iter(results))}'s first episode: {args.gif}")
     return exit_code
+
 
 if __name__ == "__main__":
     sys.exit(main())
