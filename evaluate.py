@@ -3,7 +3,7 @@
     python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
                        [--workers N [--address HOST:PORT]] [--planner PREDICTOR] [--prior-weight W]
-                       [--opening W]
+                       [--opening W] [--resume]
 
 ``--checkpoint`` takes a run folder (its latest checkpoint) or a ``checkpoint_*.pt`` file; the
 run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
@@ -40,21 +40,26 @@ every policy finished, the first N; ``--json`` gets that report, its ``stopped_b
 signal (``compare.py`` pairs it over those N maps), and the exit code is the shell's for the
 signal (130 for SIGINT, 143 for SIGTERM); a second signal stops at once, reporting nothing. The
 report also names the checkpoint and, when the planner played, its predictor's file, prior weight
-and opening.
+and opening. The same command with ``--resume`` goes on from the report ``--json`` names: it plays
+the maps the report lacks (a stopped evaluation's, or more ``--episodes`` than it asked) and
+rewrites it whole, as one uninterrupted run would have written it; a report of other settings
+(seed, environment, policies, checkpoint, planner) is refused, naming what differs.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
 from rl.atomic import atomic_write_text, check_writable
 from rl.envs import with_env_overrides
-from rl.evaluation import (AGENT, REFERENCES, STOP_PLAN, absent_map_dir_note, argmax_actor, evaluate_actors,
-                           finished_report, load_policy, map_dir_size, train_part_note)
+from rl.comparison import load_report
+from rl.evaluation import (AGENT, REFERENCES, STOP_PLAN, EpisodeResult, absent_map_dir_note, argmax_actor,
+                           evaluate_actors, finished_report, load_policy, map_dir_size, played_maps, train_part_note)
 from rl.interrupt import StopOnSignal
 from rl.planner import PLANNER, planner_actor
 from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
@@ -119,18 +124,37 @@ def planner_settings(planner: Planner, predictor: Path) -> dict:
     return {"predictor": str(predictor), "prior_weight": planner.prior_weight, "opening": planner.opening}
 
 
+def resumed(path: Path, names: list[str], seed: int, env_config: EnvConfig, settings: dict
+            ) -> dict[str, list[EpisodeResult]]:
+    """The episodes of the report at ``path``, to be continued: made by ``names`` with this
+    ``seed``, environment and ``settings`` (checkpoint, planner), else ``ValueError`` naming
+    what differs. Its maps are the first ones of any evaluation with those settings."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no report to continue")
+    episodes = load_report(path).episodes
+    header = json.loads(path.read_text())
+    mine = {"seed": seed, "env": json.loads(json.dumps(asdict(env_config))), "policies": names, **settings}
+    theirs = {"seed": header["seed"], "env": header["env"], "policies": list(episodes),
+              **{key: header.get(key) for key in settings}}
+    differ = [key for key in mine if mine[key] != theirs[key]]
+    if differ:
+        raise ValueError(f"{path} was made with other settings: " + "; ".join(
+            f"{key} {theirs[key]!r} there, {mine[key]!r} now" for key in differ))
+    return episodes
+
+
 def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace,
-                         stop: StopOnSignal) -> dict:
-    """The evaluation in ``args.workers`` Ray tasks; the GIF, if asked for, is played here first
-    (one episode)."""
+                         stop: StopOnSignal, first: int, episodes: int) -> dict:
+    """Maps ``first .. first + episodes - 1`` in ``args.workers`` Ray tasks; the GIF, if asked
+    for, is played here first (one episode)."""
     from rl.cluster.connect import ray_session  # Ray is imported only when asked for
     from rl.cluster.evaluation import evaluate_on_ray
     names = list(actors)
     if args.gif is not None:
         evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False)
     with ray_session(args.address):
-        return evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, args.episodes,
-                               args.seed, args.workers, planner if PLANNER in names else None, stop)
+        return evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, episodes,
+                               args.seed, args.workers, planner if PLANNER in names else None, stop, first)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--opening", type=int, metavar="W",
                         help="open the planner's guess by W x W squares of free cells, 0 not at all (default: as "
                              "the checkpoint's planner; with --planner, not at all)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the evaluation whose report --json names (stopped, or of fewer maps) with "
+                             "the same settings, and rewrite it whole")
     args = parser.parse_args(argv)
     for option, value in (("--planner", args.planner), ("--prior-weight", args.prior_weight), ("--opening", args.opening)):
         if value is not None and args.checkpoint is None:
@@ -170,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.seed < 0:
         parser.error(f"--seed must be >= 0, got {args.seed}")
+    if args.resume and args.json is None:
+        parser.error("--resume needs --json REPORT: the report to continue and rewrite")
+    if args.resume and args.gif is not None:
+        parser.error("--gif: not with --resume (the GIF is of the first map, which the report's evaluation played)")
     for option, path in (("--json", args.json), ("--gif", args.gif)):
         try:
             if path is not None:
@@ -206,25 +237,37 @@ def main(argv: list[str] | None = None) -> int:
     if args.policy != "all":
         actors = {args.policy: actors[args.policy]}
 
+    settings = {"checkpoint": None if args.checkpoint is None else str(args.checkpoint),
+                PLANNER: planner_settings(planner, args.planner or args.checkpoint) if PLANNER in actors else None}
+    earlier: dict[str, list[EpisodeResult]] = {name: [] for name in actors}
+    if args.resume:
+        try:
+            earlier = resumed(args.json, list(actors), args.seed, env_config, settings)
+        except ValueError as error:
+            parser.error(f"--resume: {error}")
+        if played_maps(earlier) >= args.episodes:
+            print(f"--resume: {args.json} already holds {played_maps(earlier)} maps; nothing to play", file=sys.stderr)
+            return 0
+        print(f"--resume: {args.json} holds maps 0-{played_maps(earlier) - 1}; playing the rest", file=sys.stderr)
+    first, left = played_maps(earlier), args.episodes - played_maps(earlier)
     with StopOnSignal(RAY_STOP_PLAN if args.workers > 1 else STOP_PLAN) as stop:
         if args.workers > 1:
             try:
-                results = evaluate_in_parallel(actors, policy, planner, env_config, args, stop)
+                results = evaluate_in_parallel(actors, policy, planner, env_config, args, stop, first, left)
             except ConfigError as error:  # no cluster at --address
                 parser.error(f"--address: {error}")
         else:
-            results = evaluate_actors(actors, env_config, args.episodes, args.seed, gif=args.gif, stop=stop)
+            results = evaluate_actors(actors, env_config, left, args.seed, gif=args.gif, first_episode=first, stop=stop)
+    results = {name: earlier[name] + results[name] for name in actors}
     report, exit_code = finished_report(results, stop, args.episodes, args.seed, env_config)
     if report is None:
         return exit_code
+    report.update(settings)
     print(format_table(report["summaries"], {reference: report[f"travel_ratio_to_{reference}"]
                                              for reference in REFERENCES if reference in results}))
-    if args.checkpoint is not None:
-        report["checkpoint"] = str(args.checkpoint)
-    if PLANNER in results:
-        report[PLANNER] = planner_settings(planner, args.planner or args.checkpoint)
+    if planner is not None and PLANNER in results:
         opened = f"opened by {planner.opening} x {planner.opening} squares" if planner.opening else "not opened"
-        print(f"planner: the lookahead in the guess of {report[PLANNER]['predictor']}'s map predictor ({opened}), "
+        print(f"planner: the lookahead in the guess of {settings[PLANNER]['predictor']}'s map predictor ({opened}), "
               f"against the agent's log-probability weighed {planner.prior_weight:g}")
     if args.json:
         atomic_write_text(args.json, json.dumps(report, indent=2))

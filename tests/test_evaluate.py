@@ -142,6 +142,34 @@ def test_a_signal_stops_after_the_map_in_play_and_reports_the_maps_finished(tmp_
     assert (whole["stopped_by"], stopped["stopped_by"], stopped["episodes"]) == (None, sig.name, 2)
     assert stopped["per_episode"]["greedy"] == whole["per_episode"]["greedy"][:2]
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before  # the handlers are put back
+    monkeypatch.setitem(evaluate.BASELINES, "greedy", greedy)
+    assert evaluate.main([*argv, "--json", str(tmp_path / "stopped.json"), "--resume"]) == 0  # maps 2-4 only
+    assert "--resume: " + str(tmp_path / "stopped.json") + " holds maps 0-1; playing the rest" in capsys.readouterr().err
+    assert json.loads((tmp_path / "stopped.json").read_text()) == whole  # the report a whole run writes, bit for bit
+
+
+def test_resume_refuses_a_report_of_other_settings_and_leaves_a_whole_one_alone(tmp_path, capsys):
+    report = tmp_path / "r.json"
+    argv = ["--policy", "greedy", "--config", str(SMOKE), "--episodes", "3", "--json", str(report)]
+    assert evaluate.main(argv) == 0
+    written = report.read_text()
+    assert evaluate.main([*argv, "--resume"]) == 0
+    assert "--resume: " + str(report) + " already holds 3 maps; nothing to play" in capsys.readouterr().err
+    assert report.read_text() == written
+    refused = [(["--seed", "1"], "was made with other settings: seed 0 there, 1 now"),
+               (["--policy", "nearest_frontier"], "policies ['greedy'] there, ['nearest_frontier'] now"),
+               (["--env", "max_steps=60"], "env {"),
+               (["--json", str(tmp_path / "none.json")], "none.json: no report to continue")]
+    for change, said in refused:
+        with pytest.raises(SystemExit):
+            evaluate.main([*argv, "--resume", *change])
+        assert "--resume: " in (err := capsys.readouterr().err) and said in err, err
+    for argv_, said in ((["--resume"], "--resume needs --json REPORT"),
+                        ([*argv, "--resume", "--gif", str(tmp_path / "a.gif")], "--gif: not with --resume")):
+        with pytest.raises(SystemExit):
+            evaluate.main(argv_)
+        assert said in capsys.readouterr().err
+    assert report.read_text() == written
 
 
 def test_a_checkpoint_whose_map_folder_is_not_here_asks_for_it(tmp_path, capsys):

@@ -62,15 +62,17 @@ def evaluate_chunk(names: list[str], model: tuple[ModelConfig, int, dict] | None
 
 
 def evaluate_on_ray(names: list[str], policy: PolicyNet | None, env_config: EnvConfig, episodes: int, seed: int,
-                    workers: int, planner: Planner | None = None, stop: StopOnSignal | None = None
-                    ) -> dict[str, list[EpisodeResult]]:
-    """``evaluate_actors`` over ``episodes`` held-out maps in ``workers`` Ray tasks (connect first);
-    ``planner`` plays ``planner`` with ``policy``. A ``stop`` requested cancels the chunks in play
-    and starts no more: the results then cover the maps of the chunks finished before the first
-    one that did not (the same first maps for every actor, as ``evaluate_actors`` stops)."""
+                    workers: int, planner: Planner | None = None, stop: StopOnSignal | None = None,
+                    first_episode: int = 0) -> dict[str, list[EpisodeResult]]:
+    """``evaluate_actors`` over ``episodes`` held-out maps from ``first_episode`` on, in ``workers``
+    Ray tasks (connect first); ``planner`` plays ``planner`` with ``policy``. A ``stop`` requested
+    cancels the chunks in play and starts no more: the results then cover the maps of the chunks
+    finished before the first one that did not (the same first maps for every actor, as
+    ``evaluate_actors`` stops)."""
     model = None if policy is None else ray.put((policy.config, policy.n_node_features, {k: v.cpu() for k, v in policy.state_dict().items()}))
     carried = None if planner is None else ray.put((predictor_file(planner.predictor, {}), planner._replace(predictor=None)))
-    chunks = contiguous_slices(episodes, min(workers * TASKS_PER_WORKER, episodes))
+    chunks = [range(chunk.start + first_episode, chunk.stop + first_episode)
+              for chunk in contiguous_slices(episodes, min(workers * TASKS_PER_WORKER, episodes))]
     waiting = iter(range(len(chunks)))
     running: dict[ray.ObjectRef, int] = {}  # a task's result -> its chunk
 

@@ -82,3 +82,9 @@ def test_after_a_stop_a_chunk_finished_behind_an_unfinished_one_is_not_kept(loca
     monkeypatch.setattr(ray, "wait", the_second_chunk_first)
     stopped = on_ray.evaluate_on_ray(NAMES, None, SMALL, 5, seed=3, workers=2, stop=stop)
     assert stopped == {name: [] for name in NAMES}  # maps 2.. without map 1 would pair wrongly with other reports
+
+
+def test_a_later_part_of_the_maps_plays_as_in_the_serial_evaluation(local_ray):
+    serial = evaluate_actors({name: BASELINES[name] for name in NAMES}, SMALL, 5, seed=3, progress=False)
+    later = on_ray.evaluate_on_ray(NAMES, None, SMALL, 3, seed=3, workers=2, first_episode=2)  # as --resume asks
+    assert later == {name: results[2:] for name, results in serial.items()}
