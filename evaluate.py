@@ -1,6 +1,6 @@
 """Evaluate a trained policy against the baselines on the same held-out maps.
 
-    python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all]
+    python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all | NAME ...]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
                        [--workers N [--address HOST:PORT]] [--planner PREDICTOR] [--prior-weight W]
                        [--opening W] [--resume]
@@ -108,7 +108,7 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pla
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--planner: {error}" if args.planner is not None else f"--checkpoint's planner: {error}")
     if planner is None:
-        if args.policy == PLANNER:
+        if PLANNER in args.policy:
             parser.error(f"--policy planner: {args.checkpoint} carries no map predictor; name one with --planner")
         for option, value in (("--prior-weight", args.prior_weight), ("--opening", args.opening)):
             if value is not None:
@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="configs/default.yaml", help="env settings when no checkpoint is given")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0, help="selects the held-out maps")
-    parser.add_argument("--policy", default="all", choices=["all", AGENT, PLANNER, *BASELINES])
+    parser.add_argument("--policy", nargs="+", default=["all"], choices=["all", AGENT, PLANNER, *BASELINES],
+                        help="the policies to play (default: all), e.g. --policy planner greedy")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="change an environment setting for this evaluation, e.g. map_size=48 (repeatable)")
     parser.add_argument("--json", type=Path, help="write the summaries, ratios and every episode's result here")
@@ -185,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     for option, value in (("--planner", args.planner), ("--prior-weight", args.prior_weight), ("--opening", args.opening)):
         if value is not None and args.checkpoint is None:
             parser.error(f"{option} needs --checkpoint (the agent that plans)")
-    if args.policy == PLANNER and args.checkpoint is None:
+    if "all" in args.policy and len(args.policy) > 1:
+        parser.error(f"--policy {' '.join(args.policy)}: 'all' or a list of policies, not both")
+    if PLANNER in args.policy and args.checkpoint is None:
         parser.error("--policy planner needs --checkpoint (and a predictor: --planner or one the checkpoint carries)")
     if args.prior_weight is not None and not args.prior_weight >= 0:
         parser.error(f"--prior-weight must be >= 0, got {args.prior_weight}")
@@ -218,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         planner = planner_of(args, parser)
         if planner is not None:
             actors[PLANNER] = planner_actor(policy, planner)
-    elif args.policy == AGENT:
+    elif AGENT in args.policy:
         parser.error("--policy agent needs --checkpoint")
     else:
         config = load_config(args.config)
@@ -234,8 +237,8 @@ def main(argv: list[str] | None = None) -> int:
               f"evaluating each once ({maps} episodes)", file=sys.stderr)
         args.episodes = maps
     actors.update(BASELINES)
-    if args.policy != "all":
-        actors = {args.policy: actors[args.policy]}
+    if "all" not in args.policy:  # in the usual order, whatever the order asked
+        actors = {name: act for name, act in actors.items() if name in args.policy}
 
     settings = {"checkpoint": None if args.checkpoint is None else str(args.checkpoint),
                 PLANNER: planner_settings(planner, args.planner or args.checkpoint) if PLANNER in actors else None}

@@ -119,6 +119,18 @@ def test_an_evaluation_on_a_folders_training_part_says_so(tmp_path, capsys, spli
     assert said == (split == "train")
 
 
+def test_policy_takes_several_names_and_plays_them_in_the_usual_order(tmp_path, capsys):
+    out = tmp_path / "two.json"
+    argv = ["--policy", "greedy", "nearest_frontier", "--config", str(SMOKE), "--episodes", "2", "--json", str(out)]
+    assert evaluate.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert list(report["per_episode"]) == ["nearest_frontier", "greedy"]  # the table's order, as --policy all plays
+    assert report["travel_ratio_to_greedy"]["nearest_frontier"][2] == 2
+    with pytest.raises(SystemExit):
+        evaluate.main(["--policy", "all", "greedy", "--config", str(SMOKE)])
+    assert "--policy all greedy: 'all' or a list of policies, not both" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
 def test_a_signal_stops_after_the_map_in_play_and_reports_the_maps_finished(tmp_path, capsys, monkeypatch, sig):
     whole, stopped = tmp_path / "whole.json", tmp_path / "stopped.json"
