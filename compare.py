@@ -3,10 +3,11 @@
     python compare.py NEW.json [NEW.json ...] BASE.json [--policy agent] [--reference greedy ...]
     python compare.py NEW.json [NEW.json ...] --base BASE.json [BASE.json ...] [--policy agent] [--reference agent]
 
-Both reports must cover the same held-out maps: the same ``--seed`` and the same environment
-settings (episode i's map depends on nothing else, so reports of different lengths are compared
-over the episodes both ran); reports over a ``map_dir`` must also name the same map files in the
-same order (the folder's files may have changed between them). Each policy of NEW is paired with
+Both reports must cover the same held-out maps: the same ``--seed``, the same environment
+settings and the same first episode (``bench.predicted_lookahead --first-episode``; episode i's map
+depends on nothing else, so reports of different lengths are compared over the episodes both ran);
+reports over a ``map_dir`` must also name the same map files in the same order (the folder's files
+may have changed between them). Each policy of NEW is paired with
 each policy of BASE, episode by episode, over the maps both completed. The table gives the mean
 per-map travel ratio NEW / BASE (95% CI) and on how many of those maps NEW travelled less, more
 or the same.

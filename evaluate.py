@@ -133,9 +133,10 @@ def resumed(path: Path, names: list[str], seed: int, env_config: EnvConfig, sett
         raise ValueError(f"{path}: no report to continue")
     episodes = load_report(path).episodes
     header = json.loads(path.read_text())
-    mine = {"seed": seed, "env": json.loads(json.dumps(asdict(env_config))), "policies": names, **settings}
-    theirs = {"seed": header["seed"], "env": header["env"], "policies": list(episodes),
-              **{key: header.get(key) for key in settings}}
+    mine = {"first_episode": 0, "seed": seed, "env": json.loads(json.dumps(asdict(env_config))), "policies": names,
+            **settings}
+    theirs = {"first_episode": header.get("first_episode", 0), "seed": header["seed"], "env": header["env"],
+              "policies": list(episodes), **{key: header.get(key) for key in settings}}
     differ = [key for key in mine if mine[key] != theirs[key]]
     if differ:
         raise ValueError(f"{path} was made with other settings: " + "; ".join(

@@ -134,7 +134,7 @@ def main() -> int:
     with StopOnSignal(STOP_PLAN) as stop:
         results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode, stop=stop)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]
-    return report_travel(results, pairs, args.json, episodes, args.seed, env_config, stop)
+    return report_travel(results, pairs, args.json, episodes, args.seed, env_config, stop, args.first_episode)
 
 
 if __name__ == "__main__":

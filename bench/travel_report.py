@@ -13,12 +13,14 @@ from stats import format_mean_ci
 
 
 def report_travel(results: Mapping[str, Sequence[EpisodeResult]], pairs: Iterable[tuple[str, str]],
-                  json_path: Path | None, episodes: int, seed: int, env_config: EnvConfig, stop: StopOnSignal) -> int:
+                  json_path: Path | None, episodes: int, seed: int, env_config: EnvConfig, stop: StopOnSignal,
+                  first_episode: int = 0) -> int:
     """Print ``travel OURS / REFERENCE: mean ± CI (n=...)`` for each pair over the maps every
-    policy finished of the ``episodes`` asked (fewer when ``stop`` ended the run: it says so); with
+    policy finished of the ``episodes`` asked from ``first_episode`` on (fewer when ``stop`` ended
+    the run: it says so); with
     ``json_path``, write them as ``evaluate.py --json`` does. The program's exit code
     (``rl.evaluation.finished_report``)."""
-    report, exit_code = finished_report(results, stop, episodes, seed, env_config)
+    report, exit_code = finished_report(results, stop, episodes, seed, env_config, first_episode)
     if report is None:
         return exit_code
     for ours, reference in pairs:

@@ -24,6 +24,9 @@ class Report:
     seed: int
     env: dict
     episodes: Episodes
+    first_episode: int = 0
+    """The held-out episode of the first map (``bench.predicted_lookahead --first-episode``; 0
+    for ``evaluate.py`` and for reports written before it was recorded)."""
 
 
 def load_report(path: Path) -> Report:
@@ -31,7 +34,8 @@ def load_report(path: Path) -> Report:
     try:
         report = json.loads(path.read_text())
         episodes = {name: [EpisodeResult(**e) for e in results] for name, results in report["per_episode"].items()}
-        report = Report(seed=report["seed"], env=report["env"], episodes=episodes)
+        report = Report(seed=report["seed"], env=report["env"], episodes=episodes,
+                        first_episode=report.get("first_episode", 0))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         reason = "an empty file" if path.is_file() and path.stat().st_size == 0 else type(error).__name__
         raise ValueError(f"{path}: not an evaluate.py --json report ({reason})") from None
@@ -53,6 +57,9 @@ def common_maps(new: Report, base: Report) -> int:
     they were run on different maps."""
     if new.seed != base.seed:
         raise ValueError(f"the reports were run on different maps: --seed {new.seed} against --seed {base.seed}")
+    if new.first_episode != base.first_episode:  # procedural maps name no file that would tell
+        raise ValueError(f"the reports start at different held-out episodes, {new.first_episode} against "
+                         f"{base.first_episode}: not the same maps")
     if maps_of(new.env) != maps_of(base.env):
         differ = sorted(key for key in MAP_SETTINGS if new.env.get(key) != base.env.get(key))
         raise ValueError(f"the reports were run with different environment settings: {differ} "
@@ -91,7 +98,7 @@ def pool_reports(reports: list[Report], paths: list[Path]) -> Report:
 
     episodes = {name: [pooled(list(per_map)) for per_map in zip(*(r.episodes[name][:n] for r in reports))]
                 for name in shared}
-    return Report(seed=first.seed, env=first.env, episodes=episodes)
+    return Report(seed=first.seed, env=first.env, episodes=episodes, first_episode=first.first_episode)
 
 
 def comparison_row(ours: list[EpisodeResult], reference: list[EpisodeResult]) -> dict:

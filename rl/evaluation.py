@@ -150,16 +150,17 @@ def stopped_note(stopped_by: str | None, played: int, asked: int) -> str | None:
 
 
 def finished_report(results: Mapping[str, Sequence[EpisodeResult]], stop: StopOnSignal, asked: int, seed: int,
-                    env: EnvConfig) -> tuple[dict | None, int]:
-    """``evaluation_report`` over the maps every actor finished of the ``asked`` (None when none
-    did), and the program's exit code: 0, or the shell's code for the signal that stopped it
-    before the last map (``signal_exit_code``), which is then told on stderr (``stopped_note``)."""
+                    env: EnvConfig, first_episode: int = 0) -> tuple[dict | None, int]:
+    """``evaluation_report`` over the maps every actor finished of the ``asked`` from
+    ``first_episode`` on (None when none did), and the program's exit code: 0, or the shell's code
+    for the signal that stopped it before the last map (``signal_exit_code``), which is then told
+    on stderr (``stopped_note``)."""
     played = played_maps(results)
     stopped_by = stop.requested if played < asked else None  # a signal during the last map lost nothing
     if note := stopped_note(stopped_by, played, asked):
         print(note, file=sys.stderr)
     code = 0 if stopped_by is None else signal_exit_code(stopped_by)
-    return (evaluation_report(results, played, seed, env, stopped_by) if played else None), code
+    return (evaluation_report(results, played, seed, env, stopped_by, first_episode) if played else None), code
 
 
 def map_dir_size(env_config: EnvConfig) -> int | None:
@@ -224,13 +225,15 @@ def travel_ratio(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResul
 
 
 def evaluation_report(results: Mapping[str, Sequence[EpisodeResult]], episodes: int, seed: int,
-                      env: EnvConfig, stopped_by: str | None = None) -> dict:
+                      env: EnvConfig, stopped_by: str | None = None, first_episode: int = 0) -> dict:
     """What ``evaluate.py --json`` writes and ``compare.py`` reads: the summaries, the travel
-    ratios to each of ``REFERENCES`` present, and every episode's result; ``stopped_by``, the
-    signal that ended the evaluation after ``episodes`` maps (None: it played every map asked)."""
+    ratios to each of ``REFERENCES`` present, and every episode's result, held-out episodes
+    ``first_episode`` .. ``first_episode + episodes - 1``; ``stopped_by``, the signal that ended
+    the evaluation after ``episodes`` maps (None: it played every map asked)."""
     ratios = {reference: {name: travel_ratio(r, results[reference]) for name, r in results.items() if name != reference}
               for reference in REFERENCES if reference in results}
-    return {"episodes": episodes, "seed": seed, "env": asdict(env), "stopped_by": stopped_by,
+    return {"episodes": episodes, "first_episode": first_episode, "seed": seed, "env": asdict(env),
+            "stopped_by": stopped_by,
             "summaries": {name: summarise(r) for name, r in results.items()},
             **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
             "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}

@@ -164,3 +164,25 @@ def test_reports_over_a_map_folder_must_name_the_same_map_files(tmp_path, capsys
     older = write_report(tmp_path / "older.json", {"agent": [episode(True, 10, "file")] * 2}, env=env)  # no map_file
     assert run(capsys, older, base).startswith("2 shared held-out maps")
     assert run(capsys, new, older, base).startswith("2 shared held-out maps")  # pooled with a report of either kind
+
+
+def test_reports_of_later_maps_are_not_paired_with_the_first_ones(tmp_path, capsys):
+    """A bench run split by --first-episode records where it starts: on procedural maps no file
+    name would tell that episode 0 of one is episode 2 of the held-out maps."""
+    from config import EnvConfig
+    from env.baselines import BASELINES
+    from rl.evaluation import evaluate_actors, evaluation_report
+
+    env = EnvConfig(kwargs={"map_size": 16, "max_steps": 40})
+    reports = {}
+    for first in (0, 2):
+        results = evaluate_actors({"greedy": BASELINES["greedy"]}, env, 2, seed=0, progress=False, first_episode=first)
+        reports[first] = tmp_path / f"from_{first}.json"
+        reports[first].write_text(json.dumps(evaluation_report(results, 2, 0, env, first_episode=first)))
+    assert json.loads(reports[2].read_text())["first_episode"] == 2
+    assert "start at different held-out episodes, 2 against 0: not the same maps" in refused(capsys, reports[2], reports[0])
+    older = json.loads(reports[0].read_text())
+    del older["first_episode"]  # as reports written before it was recorded: from episode 0
+    (tmp_path / "older.json").write_text(json.dumps(older))
+    assert "2 shared held-out maps" in run(capsys, tmp_path / "older.json", reports[0])
+    assert "start at different held-out episodes, 0 against 2" in refused(capsys, tmp_path / "older.json", reports[2])
