@@ -2,6 +2,7 @@
 
     python compare.py NEW.json [NEW.json ...] BASE.json [--policy agent] [--reference greedy ...]
     python compare.py NEW.json [NEW.json ...] --base BASE.json [BASE.json ...] [--policy agent] [--reference agent]
+    python compare.py PART.json [PART.json ...] --base PART.json [PART.json ...] --join
 
 Both reports must cover the same held-out maps: the same ``--seed``, the same environment
 settings and the same first episode (``bench.predicted_lookahead --first-episode``; episode i's map
@@ -24,6 +25,12 @@ the same way: two settings of a sweep, five seeds each, compared map by map
 
     python compare.py runs/heads/model.n_heads=8_seed*/evaluation.json \
         --base runs/heads/model.n_heads=1_seed*/evaluation.json --policy agent --reference agent
+
+With ``--join`` the reports on each side are instead parts of one run that cover consecutive maps
+(a bench split into processes by ``--first-episode``, say): each side's are joined end to end, in
+episode order, and must follow each other without a gap or overlap::
+
+    python compare.py planner_0.json planner_50.json --base v17_0.json v17_50.json --join
 """
 from __future__ import annotations
 
@@ -31,7 +38,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from rl.comparison import Episodes, common_maps, comparison_row, format_comparison, load_report, pool_reports
+from rl.comparison import (Episodes, common_maps, comparison_row, format_comparison, join_reports, load_report,
+                           pool_reports)
 
 
 def pick(episodes: Episodes, names: list[str] | None, flag: str, source: str) -> Episodes:
@@ -52,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="BASE reports (pooled per map when several); every positional report is then NEW")
     parser.add_argument("--policy", nargs="+", help="policies of NEW to compare (default: all)")
     parser.add_argument("--reference", nargs="+", help="policies of BASE to compare with (default: all)")
+    parser.add_argument("--join", action="store_true",
+                        help="the reports on each side are parts of one run (bench.predicted_lookahead "
+                             "--first-episode): joined end to end, not pooled")
     args = parser.parse_args(argv)
     if args.base:
         new_paths, base_paths = args.reports, args.base
@@ -65,8 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     if twice:
         parser.error(f"{twice} given more than once: a report compared with itself says nothing")
     try:
-        new = pool_reports([load_report(path) for path in new_paths], new_paths)
-        base = pool_reports([load_report(path) for path in base_paths], base_paths)
+        combine = join_reports if args.join else pool_reports
+        new = combine([load_report(path) for path in new_paths], new_paths)
+        base = combine([load_report(path) for path in base_paths], base_paths)
         n = common_maps(new, base)
         ours = pick(new.episodes, args.policy, "--policy", " ".join(map(str, new_paths)))
         references = pick(base.episodes, args.reference, "--reference", " ".join(map(str, base_paths)))
@@ -76,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
             for name, results in ours.items() for reference, reference_results in references.items()}
     print(f"{n} shared held-out maps (--seed {new.seed})")
     for side, paths in (("new", new_paths), ("base", base_paths)):
-        if len(paths) > 1:
+        if len(paths) > 1 and args.join:
+            print(f"{side}: {len(paths)} reports joined, maps {new.first_episode}-{new.first_episode + n - 1}")
+        elif len(paths) > 1:
             print(f"{side}: each map's travel is the mean over {len(paths)} reports")
     print(format_comparison(rows))
     return 0

@@ -52,19 +52,30 @@ def maps_of(env: dict) -> dict:
     return {key: env.get(key) for key in MAP_SETTINGS}
 
 
-def common_maps(new: Report, base: Report) -> int:
-    """How many leading episodes the two reports share; ``ValueError`` naming what differs when
-    they were run on different maps."""
+def check_same_series(new: Report, base: Report) -> None:
+    """``ValueError`` naming what differs when the two reports' held-out maps are not of one
+    series: another ``--seed`` or other environment settings."""
     if new.seed != base.seed:
         raise ValueError(f"the reports were run on different maps: --seed {new.seed} against --seed {base.seed}")
-    if new.first_episode != base.first_episode:  # procedural maps name no file that would tell
-        raise ValueError(f"the reports start at different held-out episodes, {new.first_episode} against "
-                         f"{base.first_episode}: not the same maps")
     if maps_of(new.env) != maps_of(base.env):
         differ = sorted(key for key in MAP_SETTINGS if new.env.get(key) != base.env.get(key))
         raise ValueError(f"the reports were run with different environment settings: {differ} "
                          f"({[new.env.get(k) for k in differ]} against {[base.env.get(k) for k in differ]})")
-    n = min(len(results) for results in (*new.episodes.values(), *base.episodes.values()))
+
+
+def played(report: Report) -> int:
+    """How many maps ``report`` holds for every one of its policies."""
+    return min(len(results) for results in report.episodes.values())
+
+
+def common_maps(new: Report, base: Report) -> int:
+    """How many leading episodes the two reports share; ``ValueError`` naming what differs when
+    they were run on different maps."""
+    check_same_series(new, base)
+    if new.first_episode != base.first_episode:  # procedural maps name no file that would tell
+        raise ValueError(f"the reports start at different held-out episodes, {new.first_episode} against "
+                         f"{base.first_episode}: not the same maps")
+    n = min(played(new), played(base))
     new_maps, base_maps = ([(e.map_family, e.map_file) for e in next(iter(r.episodes.values()))[:n]]
                            for r in (new, base))
     for i, ((new_family, new_file), (base_family, base_file)) in enumerate(zip(new_maps, base_maps)):
@@ -98,6 +109,27 @@ def pool_reports(reports: list[Report], paths: list[Path]) -> Report:
 
     episodes = {name: [pooled(list(per_map)) for per_map in zip(*(r.episodes[name][:n] for r in reports))]
                 for name in shared}
+    return Report(seed=first.seed, env=first.env, episodes=episodes, first_episode=first.first_episode)
+
+
+def join_reports(reports: list[Report], paths: list[Path]) -> Report:
+    """One report of the maps ``reports`` cover end to end, in episode order: the parts of one
+    run split by first episode (``bench.predicted_lookahead --first-episode``). ``ValueError``
+    when they are of other series or policies, or leave a gap or overlap between them."""
+    parts = sorted(zip(reports, paths), key=lambda part: part[0].first_episode)
+    (first, first_path), episodes = parts[0], {name: [] for name in parts[0][0].episodes}
+    end = first.first_episode
+    for report, path in parts:
+        check_same_series(first, report)
+        if list(report.episodes) != list(episodes):
+            raise ValueError(f"{path} has the policies {list(report.episodes)}, {first_path} {list(episodes)}: "
+                             f"parts of one run have the same")
+        if report.first_episode != end:
+            raise ValueError(f"{path} starts at held-out episode {report.first_episode} where the parts before it "
+                             f"end at {end}: joined parts must follow each other without a gap or overlap")
+        for name, results in report.episodes.items():
+            episodes[name] += results[:played(report)]
+        end += played(report)
     return Report(seed=first.seed, env=first.env, episodes=episodes, first_episode=first.first_episode)
 
 

@@ -186,3 +186,26 @@ def test_reports_of_later_maps_are_not_paired_with_the_first_ones(tmp_path, caps
     (tmp_path / "older.json").write_text(json.dumps(older))
     assert "2 shared held-out maps" in run(capsys, tmp_path / "older.json", reports[0])
     assert "start at different held-out episodes, 0 against 2" in refused(capsys, tmp_path / "older.json", reports[2])
+
+
+def test_join_puts_the_parts_of_a_split_run_end_to_end(tmp_path, capsys):
+    from config import EnvConfig
+    from env.baselines import BASELINES
+    from rl.evaluation import evaluate_actors, evaluation_report
+
+    env = EnvConfig(kwargs={"map_size": 16, "max_steps": 40})
+    actors = {name: BASELINES[name] for name in ("nearest_frontier", "greedy")}
+
+    def part(name, first, n):
+        results = evaluate_actors(actors, env, n, seed=0, progress=False, first_episode=first)
+        (tmp_path / name).write_text(json.dumps(evaluation_report(results, n, 0, env, first_episode=first)))
+        return tmp_path / name
+
+    whole, early, late, later = part("whole.json", 0, 4), part("0.json", 0, 2), part("2.json", 2, 2), part("3.json", 3, 1)
+    out = run(capsys, late, early, "--base", whole, "--join", "--policy", "greedy", "--reference", "greedy")
+    assert out.splitlines()[:2] == ["4 shared held-out maps (--seed 0)", "new: 2 reports joined, maps 0-3"]
+    assert "| greedy | greedy | 1.000 ± 0.000 | 0 | 0 | 4 | 4 |" in out  # the same four maps, in order
+    err = refused(capsys, early, later, "--base", whole, "--join")
+    assert "3.json starts at held-out episode 3 where the parts before it end at 2" in err
+    err = refused(capsys, early, late, "--base", whole)  # pooled, parts of other maps are refused
+    assert "not the same maps" in err
