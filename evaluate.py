@@ -131,17 +131,16 @@ def resumed(path: Path, names: list[str], seed: int, env_config: EnvConfig, sett
     what differs. Its maps are the first ones of any evaluation with those settings."""
     if not path.is_file():
         raise ValueError(f"{path}: no report to continue")
-    episodes = load_report(path).episodes
-    header = json.loads(path.read_text())
+    report = load_report(path)
     mine = {"first_episode": 0, "seed": seed, "env": json.loads(json.dumps(asdict(env_config))), "policies": names,
             **settings}
-    theirs = {"first_episode": header.get("first_episode", 0), "seed": header["seed"], "env": header["env"],
-              "policies": list(episodes), **{key: header.get(key) for key in settings}}
+    theirs = {"first_episode": report.first_episode, "seed": report.seed, "env": report.env,
+              "policies": list(report.episodes), **{key: report.header.get(key) for key in settings}}
     differ = [key for key in mine if mine[key] != theirs[key]]
     if differ:
         raise ValueError(f"{path} was made with other settings: " + "; ".join(
             f"{key} {theirs[key]!r} there, {mine[key]!r} now" for key in differ))
-    return episodes
+    return report.episodes
 
 
 def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, args: argparse.Namespace,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
-from rl.evaluation import EpisodeResult, completed_travel_pairs, travel_ratio
+from rl.evaluation import EpisodeResult, completed_travel_pairs, played_maps, travel_ratio
 from stats import format_mean_ci
 
 Episodes = dict[str, list[EpisodeResult]]
@@ -27,6 +27,9 @@ class Report:
     first_episode: int = 0
     """The held-out episode of the first map (``bench.predicted_lookahead --first-episode``; 0
     for ``evaluate.py`` and for reports written before it was recorded)."""
+    header: dict = field(default_factory=dict)
+    """The report file's other top-level fields, as written (``evaluate.py``'s ``checkpoint`` and
+    ``planner``, say); empty for a pooled or joined report."""
 
 
 def load_report(path: Path) -> Report:
@@ -35,7 +38,8 @@ def load_report(path: Path) -> Report:
         report = json.loads(path.read_text())
         episodes = {name: [EpisodeResult(**e) for e in results] for name, results in report["per_episode"].items()}
         report = Report(seed=report["seed"], env=report["env"], episodes=episodes,
-                        first_episode=report.get("first_episode", 0))
+                        first_episode=report.get("first_episode", 0),
+                        header={key: value for key, value in report.items() if key != "per_episode"})
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
         reason = "an empty file" if path.is_file() and path.stat().st_size == 0 else type(error).__name__
         raise ValueError(f"{path}: not an evaluate.py --json report ({reason})") from None
@@ -63,11 +67,6 @@ def check_same_series(new: Report, base: Report) -> None:
                          f"({[new.env.get(k) for k in differ]} against {[base.env.get(k) for k in differ]})")
 
 
-def played(report: Report) -> int:
-    """How many maps ``report`` holds for every one of its policies."""
-    return min(len(results) for results in report.episodes.values())
-
-
 def common_maps(new: Report, base: Report) -> int:
     """How many leading episodes the two reports share; ``ValueError`` naming what differs when
     they were run on different maps."""
@@ -75,7 +74,7 @@ def common_maps(new: Report, base: Report) -> int:
     if new.first_episode != base.first_episode:  # procedural maps name no file that would tell
         raise ValueError(f"the reports start at different held-out episodes, {new.first_episode} against "
                          f"{base.first_episode}: not the same maps")
-    n = min(played(new), played(base))
+    n = min(played_maps(new.episodes), played_maps(base.episodes))
     new_maps, base_maps = ([(e.map_family, e.map_file) for e in next(iter(r.episodes.values()))[:n]]
                            for r in (new, base))
     for i, ((new_family, new_file), (base_family, base_file)) in enumerate(zip(new_maps, base_maps)):
@@ -128,8 +127,8 @@ def join_reports(reports: list[Report], paths: list[Path]) -> Report:
             raise ValueError(f"{path} starts at held-out episode {report.first_episode} where the parts before it "
                              f"end at {end}: joined parts must follow each other without a gap or overlap")
         for name, results in report.episodes.items():
-            episodes[name] += results[:played(report)]
-        end += played(report)
+            episodes[name] += results[:played_maps(report.episodes)]
+        end += played_maps(report.episodes)
     return Report(seed=first.seed, env=first.env, episodes=episodes, first_episode=first.first_episode)
 
 

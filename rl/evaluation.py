@@ -135,8 +135,8 @@ STOP_PLAN = "finishing the map in play, then reporting the maps finished"
 
 
 def played_maps(results: Mapping[str, Sequence[EpisodeResult]]) -> int:
-    """How many maps ``results`` hold (every actor played the same first ones)."""
-    return len(next(iter(results.values()), []))
+    """How many maps ``results`` hold for every one of its actors (the same first ones)."""
+    return min((len(episodes) for episodes in results.values()), default=0)
 
 
 def stopped_note(stopped_by: str | None, played: int, asked: int) -> str | None:
