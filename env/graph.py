@@ -32,6 +32,7 @@ import numpy as np
 from env.geometry import flat_index, map_cells, sight_table
 from env.lattice import LATTICE_STEPS, LatticeGeometry, PathField, hop_length, opposite
 from env.sensing import FREE
+from env.state_copy import copy_except
 
 
 class ViewpointGraph:
@@ -40,6 +41,15 @@ class ViewpointGraph:
     Slot 0 of every node is the node itself; slot ``1 + d`` is the neighbour one lattice step in
     direction ``env.lattice.LATTICE_STEPS[d]``, or -1 when that edge does not (yet) exist.
     """
+
+    _FIXED_PER_MAP = frozenset({"geometry", "_sight_cells", "_sight_between"})
+    """Read-only tables a copy shares: the lattice (``build_lattice`` freezes its arrays) and the
+    sight lines (``env.geometry.sight_table``, cached and frozen)."""
+
+    def __deepcopy__(self, memo: dict) -> "ViewpointGraph":
+        """An independent graph, its nodes, edges and utilities its own, sharing ``_FIXED_PER_MAP``:
+        what ``copy.deepcopy`` of an env (``GridExploreEnv.lookahead_copy``) gives its graph."""
+        return copy_except(self, self._FIXED_PER_MAP)
 
     def __init__(self, geometry: LatticeGeometry, *, height: int, width: int,
                  stride: int, spacing: int, k: int, n_max: int, utility_range: int) -> None:

@@ -21,6 +21,7 @@ from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHB
                              NODE_MASK, node_feature_names, observation_space)
 from env.reward import step_reward
 from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
+from env.state_copy import copy_except
 
 
 EXPLORED_COVERAGE = 0.99
@@ -75,6 +76,10 @@ class GridExploreEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
+    _FIXED_PER_EPISODE = frozenset({"grid_map", "_occupied", "_truth", "_reachable", "_sweeps", "_sensor",
+                                    "config", "map_collection", "observation_space", "action_space", "spec"})
+    """What no step changes, shared by ``lookahead_copy``'s copies; a copy gets its own of the rest
+    (belief, graph, robot, and ``path``, which grows in place)."""
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
         self.config = cfg = GridExploreConfig.from_kwargs(**kwargs)
@@ -149,9 +154,7 @@ class GridExploreEnv(gym.Env):
         looked at: its travel is the cost of clearing the frontiers the robot knows of. Its
         ``coverage`` keeps counting the true map's free cells and is meaningless.
         """
-        world = copy.deepcopy(self, memo={id(self.graph.geometry): self.graph.geometry})  # fixed per map
-        world.time_limit_ends_episode = False  # a lookahead plays to completion,
-        world.episode_over = self.episode_over and self._exhausted  # also from a state the time limit ended
+        world = self.lookahead_copy()  # its own belief and graph; its world is replaced below
         world.required_coverage = 0.0  # its coverage counts the true map's cells: ends when exhausted
         occupied = world.belief != FREE  # [H+2p, W+2p]: known walls, the padding, and the unknown
         world._occupied = occupied.ravel()
@@ -204,15 +207,12 @@ class GridExploreEnv(gym.Env):
     def lookahead_copy(self) -> "GridExploreEnv":
         """An independent copy to play ahead in, sharing with this env what an episode never changes.
 
-        The map and the sensor sweeps cached per edge are shared (a sweep depends on the static
-        world only, so either env may fill the cache for both); belief, graph and robot are copied.
-        The copy holds the true map, so a planner that uses it knows what the robot does not.
+        The map, its lattice, the spaces and the sensor sweeps cached per edge are shared (a sweep
+        depends on the static world only, so either env may fill the cache for both); belief,
+        graph and robot are copied (``env.state_copy.copy_except``). The copy holds the true map,
+        so a planner that uses it knows what the robot does not.
         """
-        static = (self.grid_map, self._occupied, self._truth, self._sweeps, self._sensor, self.config,
-                  self.graph.geometry, self._reachable)
-        memo = {id(part): part for part in static}
-        memo[id(self.path)] = list(self.path)  # of immutable (row, col) tuples: a shallow copy will do
-        twin = copy.deepcopy(self, memo=memo)
+        twin = copy_except(self, self._FIXED_PER_EPISODE)
         twin.time_limit_ends_episode = False  # a lookahead plays to completion (W(s) of a cut-off state),
         twin.episode_over = self.episode_over and self._exhausted  # also from a state the time limit ended
         return twin
