@@ -1,7 +1,7 @@
 """Plan in the predicted map: greedy against the lookahead in a world the map predictor guesses.
 
     python -m bench.predicted_lookahead [--predictor runs/map_predictor.pt] [--checkpoint WEIGHTS]
-        [--prior-weight W ...] [--end-price LAM] [--threshold 0.5] [--within H] [--opening W]
+        [--prior-weight W ...] [--end-price LAM] [--candidates K] [--threshold 0.5] [--within H] [--opening W]
         [--told A-B [--doubted P]]
         [--episodes 100] [--first-episode 0] [--seed 0]
         [--config configs/dungeon.yaml] [--env KEY=VALUE ...] [--json predicted.json]
@@ -17,7 +17,8 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
   ``planner_W``: ``rl.planner.planning_actor``, the lookahead's cost in node spacings less
   W times the policy's log-probability; with ``--end-price LAM``, each play-out's cost plus LAM
   per step from where it ends to the unknown the guess does not reach
-  (``env.lookahead.far_unknown_price``: docs/results.md section 8, v18 and v26).
+  (``env.lookahead.far_unknown_price``: docs/results.md section 8, v18 and v26); with
+  ``--candidates K``, pricing only the policy's K likeliest valid moves (v28).
 
 ``--told A-B`` is a diagnostic: the guess takes the true map on the unknown cells A to B steps past
 a known free cell (with ``--doubted P``, only those whose wall probability lies between P and
@@ -84,6 +85,8 @@ def main() -> int:
     parser.add_argument("--end-price", type=float, metavar="LAM",
                         help="the planners add LAM cells a step from a play-out's end to the unknown cells more "
                              "than 12 steps past the known free cells (default: none)")
+    parser.add_argument("--candidates", type=int, metavar="K",
+                        help="the planners price only the policy's K likeliest valid moves (default: every move)")
     parser.add_argument("--threshold", type=float, default=0.5, help="a cell is a wall above this probability")
     parser.add_argument("--within", type=int, metavar="H",
                         help="guess walls beyond H steps of a known free cell (default: the predictor everywhere)")
@@ -111,6 +114,8 @@ def main() -> int:
         parser.error(f"--prior-weight {min(args.prior_weight)}: a weight must be 0 or more")
     if args.end_price is not None and (args.checkpoint is None or not args.end_price >= 0):
         parser.error(f"--end-price {args.end_price}: cells a step, 0 or more, with --checkpoint (it prices the planners)")
+    if args.candidates is not None and (args.checkpoint is None or args.candidates < 1):
+        parser.error(f"--candidates {args.candidates}: 1 or more of the policy's moves, with --checkpoint")
     if args.opening is not None and args.opening < 0:
         parser.error(f"--opening {args.opening}: the side of a square of free cells, or 0 for none")
     if args.doubted is not None and (args.told is None or not 0 < args.doubted < 0.5):
@@ -130,7 +135,8 @@ def main() -> int:
         policy, _ = load_policy(args.checkpoint)
         actors[AGENT] = argmax_actor(policy)
         end_price = far_unknown_price(args.end_price) if args.end_price else None  # 0: no price to compute
-        actors.update({f"planner_{w:g}": planning_actor(policy, guess, w, end_price) for w in args.prior_weight})
+        actors.update({f"planner_{w:g}": planning_actor(policy, guess, w, end_price, args.candidates)
+                       for w in args.prior_weight})
     with StopOnSignal(STOP_PLAN) as stop:
         results = evaluate_actors(actors, env_config, episodes, args.seed, first_episode=args.first_episode, stop=stop)
     pairs = [(ours, "greedy") for ours in list(actors)[1:]] + [(ours, AGENT) for ours in actors if ours.startswith("planner_")]

@@ -139,18 +139,21 @@ cells of travel added to a play-out whose robot ends on each cell, read from wha
 
 
 def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuation | None = None,
-                   end_price: EndPrice | None = None) -> np.ndarray | None:
+                   end_price: EndPrice | None = None, slots: np.ndarray | None = None) -> np.ndarray | None:
     """[K] C(s, k) of ``world``'s slots priced in the world ``guess`` imagines
     (``GridExploreEnv.imagined_world_copy``): the imagined copy's own cost for the slot that
     leads to the same lattice point, less its hop and plus the real one; infinite for a slot
     with no such twin (masked, a lookout). None when the robot's node has no twin there. Greedy
     finishes the play-outs, or ``continuation`` (``lookahead_costs``); ``end_price``, read from
-    ``world``, adds a price on where each of greedy's play-outs ends."""
+    ``world``, adds a price on where each of greedy's play-outs ends. With ``slots`` ([K] bool),
+    only those slots are played out, the others infinite: each play-out is its own, so a slot's
+    price does not depend on which others are priced."""
     imagined = world.imagined_world_copy(guess(world))
     if imagined is None:
         return None
     end_cost = None if end_price is None else end_price(world)
-    costs = lookahead_costs(imagined, imagined._action_mask(), continuation, end_cost)
+    playable = imagined._action_mask() if slots is None else imagined._action_mask() & np.asarray(slots, dtype=bool)
+    costs = lookahead_costs(imagined, playable, continuation, end_cost)
     ours, theirs = world.graph, imagined.graph
     targets, twins = world.robot_neighbors(), imagined.robot_neighbors()
     priced = np.full(len(costs), np.inf)
@@ -164,12 +167,12 @@ def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuati
 def imagined_costs_of_valid(world: GridExploreEnv, guess: Guess, action_mask: np.ndarray,
                             continuation: Continuation | None = None, end_price: EndPrice | None = None
                             ) -> np.ndarray | None:
-    """[K] ``imagined_costs`` with each slot ``action_mask`` allows and the imagined
-    world does not price (a lookout, a node the guess has no twin for) at the dearest priced
-    one, so that every valid move has a cost; infinite for masked slots. None when the imagined
-    world prices no valid slot."""
-    costs = imagined_costs(world, guess, continuation, end_price)
+    """[K] ``imagined_costs`` of the slots ``action_mask`` allows (only those are played out),
+    each one the imagined world does not price (a lookout, a node the guess has no twin for) at
+    the dearest priced one, so that every allowed move has a cost; infinite for the other slots.
+    None when the imagined world prices no allowed slot."""
     valid = np.asarray(action_mask).astype(bool)
+    costs = imagined_costs(world, guess, continuation, end_price, slots=valid)
     if costs is None or not np.isfinite(costs[valid]).any():
         return None
     costs = np.where(valid, costs, np.inf)

@@ -108,24 +108,34 @@ PLANNER = "planner"
 """The name evaluations give ``planning_actor``'s player."""
 
 
-def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float, end_price: EndPrice | None = None
-                   ) -> Actor:
+def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float, end_price: EndPrice | None = None,
+                   candidates: int | None = None) -> Actor:
     """The move that minimises C(s, a) / spacing - ``prior_weight`` * log pi(a | s): the
     lookahead's cost in the world ``guess`` imagines (``env.lookahead.imagined_costs``, with
     ``end_price`` on where each play-out ends), in node spacings, against the policy's own
     preference. A valid move the guessed world has no twin for is priced as its dearest one;
     where it prices none, the policy's argmax. ``prior_weight`` 0 is the lookahead alone, a
-    large one the policy alone."""
+    large one the policy alone. With ``candidates`` k, only the policy's k likeliest valid moves
+    are priced and chosen from (ties: the lower slot), each at the same score as among all: 1 is
+    the policy's argmax, k >= the valid moves the full planner."""
+    if candidates is not None and candidates < 1:
+        raise ValueError(f"candidates={candidates}: how many of the policy's likeliest moves to price, 1 or more")
+
     def act(obs: dict, env: gym.Env) -> int:
         world = env.unwrapped
         with torch.no_grad():
             logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
-        valid = np.asarray(obs[ACTION_MASK]).astype(bool)
-        log_pi = torch.log_softmax(logits[0], dim=-1).numpy()[valid]
-        costs = imagined_costs_of_valid(world, guess, valid, end_price=end_price)
+        log_pi = torch.log_softmax(logits[0], dim=-1).numpy()  # [K]
+        moves = np.asarray(obs[ACTION_MASK]).astype(bool)  # [K] the moves priced and chosen from
+        if candidates is not None and moves.sum() > candidates:
+            valid = np.flatnonzero(moves)
+            moves[valid[np.argsort(-log_pi[valid], kind="stable")[candidates:]]] = False
+        considered = np.flatnonzero(moves)
+        costs = imagined_costs_of_valid(world, guess, moves, end_price=end_price)
         if costs is None:
-            return int(np.flatnonzero(valid)[np.argmax(log_pi)])
-        return int(np.flatnonzero(valid)[np.argmin(costs[valid] / world.config.node_spacing - prior_weight * log_pi)])
+            return int(considered[np.argmax(log_pi[considered])])
+        return int(considered[np.argmin(costs[considered] / world.config.node_spacing
+                                        - prior_weight * log_pi[considered])])
     return act
 
 

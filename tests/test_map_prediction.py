@@ -259,3 +259,23 @@ def test_the_bench_prices_where_the_planners_play_outs_end_and_refuses_a_bad_pri
             predicted_lookahead.main()
         assert f"--end-price {float(bad[-1])}: cells a step" in capsys.readouterr().err
         assert not (tmp_path / "x.json").exists()
+
+
+def test_the_bench_plans_among_the_policys_likeliest_moves_and_refuses_a_bad_count(tmp_path, monkeypatch, capsys):
+    """``--candidates 1`` prices the policy's likeliest move alone: the planner plays the agent's episode."""
+    from bench import predicted_lookahead
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    argv = ["predicted_lookahead", "--predictor", str(tmp_path / "predictor.pt"), "--episodes", "1",
+            "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt", "--prior-weight", "0",
+                                     "--candidates", "1"])
+    predicted_lookahead.main()
+    episodes = json.loads((tmp_path / "x.json").read_text())["per_episode"]
+    assert episodes["planner_0"] == episodes["agent"]
+    for bad in (["--checkpoint", "pretrained/default.pt", "--candidates", "0"], ["--candidates", "2"]):
+        (tmp_path / "x.json").unlink(missing_ok=True)
+        monkeypatch.setattr("sys.argv", [*argv, *bad])
+        with pytest.raises(SystemExit):
+            predicted_lookahead.main()
+        assert f"--candidates {bad[-1]}: 1 or more" in capsys.readouterr().err
+        assert not (tmp_path / "x.json").exists()

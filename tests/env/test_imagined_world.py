@@ -52,6 +52,29 @@ def test_with_the_true_map_as_its_guess_it_prices_moves_as_the_oracle():
     assert same >= 0.95 * states and states > 30
 
 
+def test_slots_priced_alone_are_played_out_alone_at_the_same_prices(monkeypatch):
+    """``slots`` plays out only the slots it names (what a planner pricing the policy's likeliest
+    moves saves), each at the price it gets among all the others."""
+    played = []
+    travel_after = lookahead.travel_after
+    monkeypatch.setattr(lookahead, "travel_after", lambda w, slot, end_cost=None: played.append(slot) or
+                        travel_after(w, slot, end_cost))
+    guess, checked = revealed_within(3), 0
+    for world, obs in greedy_states(1):
+        valid = np.flatnonzero(obs[ACTION_MASK])
+        if len(valid) < 3:
+            continue
+        full = imagined_costs(world, guess)
+        chosen = np.zeros(len(obs[ACTION_MASK]), dtype=bool)
+        chosen[valid[::2]] = True
+        played.clear()
+        part = imagined_costs(world, guess, slots=chosen)
+        assert set(played) <= set(valid[::2].tolist()) and played
+        assert np.array_equal(part[chosen], full[chosen]) and np.isinf(part[~chosen]).all()
+        checked += 1
+    assert checked >= 5
+
+
 def test_a_player_of_the_observations_finishes_play_outs_in_a_guessed_world():
     """A ``Continuation`` steps the imagined copies with ``step`` (observations, info), not
     ``play``: at the first state, the true map as the guess, it prices every move as it does in
@@ -180,7 +203,7 @@ def test_a_noisy_reveal_guesses_wrong_only_unknown_cells_in_reach_at_about_its_r
 def test_every_valid_move_the_imagined_world_does_not_price_costs_its_dearest(monkeypatch):
     world, obs = next(greedy_states(0))
     priced = {"costs": np.array([5.0, np.inf, 7.0, np.inf, 6.0])}
-    monkeypatch.setattr(lookahead, "imagined_costs", lambda w, guess, continuation=None, end_price=None: priced["costs"])
+    monkeypatch.setattr(lookahead, "imagined_costs", lambda w, guess, continuation=None, end_price=None, slots=None: priced["costs"])
     mask = np.array([1, 1, 1, 0, 0], dtype=np.int8)
     np.testing.assert_array_equal(imagined_costs_of_valid(world, true_map, mask), [5.0, 7.0, 7.0, np.inf, np.inf])
     priced["costs"] = np.array([np.inf, np.inf, np.inf, np.inf, 6.0])  # only a masked slot priced

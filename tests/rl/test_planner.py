@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from env.lookahead import far_unknown_price, guessed_lookahead, imagined_costs_of_valid, revealed_within, within_steps
+from env.lookahead import (far_unknown_price, guessed_lookahead, imagined_costs, imagined_costs_of_valid, revealed_within,
+                           within_steps)
 from env.observation import ACTION_MASK
 from env.sensing import FREE, UNKNOWN
+from graph_batch import collate
 from predictor import MapPredictor
 from rl.envs import make_env, with_env_overrides
 from rl.evaluation import argmax_actor, load_policy
@@ -160,3 +162,35 @@ def test_the_planner_with_an_end_price_takes_the_move_cheapest_with_it():
         if terminated or truncated:
             break
     assert changed >= 1  # the price decided some move
+
+
+def test_a_planner_of_the_policys_likeliest_moves_chooses_the_cheapest_of_them():
+    """``candidates`` k prices the policy's k likeliest valid moves only: 1 is the policy's
+    argmax, k >= the valid moves the full planner, 2 the move of the two with the lower score,
+    priced as among all."""
+    policy, config = load_policy(Path("pretrained/default.pt"))
+    guess = revealed_within(2)
+    env = make_env(with_env_overrides(config.env, ["map_size=24"]))
+    obs, _ = env.reset(seed=3)
+    outside, checked = 0, 0
+    for _ in range(25):
+        world, valid = env.unwrapped, obs[ACTION_MASK].astype(bool)
+        full = planning_actor(policy, guess, 0.0)(obs, env)
+        assert planning_actor(policy, guess, 0.0, candidates=1)(obs, env) == argmax_actor(policy)(obs, env)
+        assert planning_actor(policy, guess, 0.0, candidates=len(valid))(obs, env) == full
+        with torch.no_grad():
+            logits = policy(collate(obs))[0][0]
+        slots = np.flatnonzero(valid)
+        top_two = slots[np.argsort(-logits[slots].numpy(), kind="stable")[:2]]
+        costs = imagined_costs(world, guess)
+        move = planning_actor(policy, guess, 0.0, candidates=2)(obs, env)
+        if costs is not None and len(top_two) == 2 and np.isfinite(costs[top_two]).all():
+            assert move in top_two and costs[move] == costs[top_two].min()
+            checked += 1
+        outside += full not in top_two
+        obs, _, terminated, truncated, _ = env.step(full)
+        if terminated or truncated:
+            break
+    assert checked >= 5 and outside >= 1  # the full lookahead left the two on some state
+    with pytest.raises(ValueError, match="candidates=0"):
+        planning_actor(policy, guess, 0.0, candidates=0)
