@@ -152,7 +152,9 @@ def imagined_costs(world: GridExploreEnv, guess: Guess, continuation: Continuati
     if imagined is None:
         return None
     end_cost = None if end_price is None else end_price(world)
-    playable = imagined._action_mask() if slots is None else imagined._action_mask() & np.asarray(slots, dtype=bool)
+    playable = imagined._action_mask()
+    if slots is not None:
+        playable = playable & np.asarray(slots, dtype=bool)
     costs = lookahead_costs(imagined, playable, continuation, end_cost)
     ours, theirs = world.graph, imagined.graph
     targets, twins = world.robot_neighbors(), imagined.robot_neighbors()

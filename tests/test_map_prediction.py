@@ -240,11 +240,27 @@ def test_best_move_scores_the_planner_a_checkpoint_carries(tmp_path, monkeypatch
     assert "planner: best move on" not in capsys.readouterr().out
 
 
+def bench_argv(tmp_path) -> list[str]:
+    """``bench.predicted_lookahead``'s command line with a fresh predictor, one episode, a JSON report."""
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
+    return ["predicted_lookahead", "--predictor", str(tmp_path / "predictor.pt"), "--episodes", "1",
+            "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+
+
+def assert_bench_refuses(argv, message, report, monkeypatch, capsys):
+    """The bench run with ``argv`` stops with a usage error naming ``message`` and writes no ``report``."""
+    from bench import predicted_lookahead
+    report.unlink(missing_ok=True)
+    monkeypatch.setattr("sys.argv", argv)
+    with pytest.raises(SystemExit):
+        predicted_lookahead.main()
+    assert message in capsys.readouterr().err
+    assert not report.exists()
+
+
 def test_the_bench_prices_where_the_planners_play_outs_end_and_refuses_a_bad_price(tmp_path, monkeypatch, capsys):
     from bench import predicted_lookahead
-    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
-    argv = ["predicted_lookahead", "--predictor", str(tmp_path / "predictor.pt"), "--episodes", "1",
-            "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+    argv = bench_argv(tmp_path)
     planned = []
     for price in ([], ["--end-price", "0"], ["--end-price", "3"]):
         monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt", "--prior-weight", "0", *price])
@@ -253,29 +269,19 @@ def test_the_bench_prices_where_the_planners_play_outs_end_and_refuses_a_bad_pri
     assert planned[0] == planned[1]  # a price of 0 plans as no price
     assert planned[2][0]["success"]  # a price plays whole episodes (what it changes: the test below)
     for bad in (["--checkpoint", "pretrained/default.pt", "--end-price", "-1"], ["--end-price", "1"]):
-        (tmp_path / "x.json").unlink(missing_ok=True)
-        monkeypatch.setattr("sys.argv", [*argv, *bad])
-        with pytest.raises(SystemExit):
-            predicted_lookahead.main()
-        assert f"--end-price {float(bad[-1])}: cells a step" in capsys.readouterr().err
-        assert not (tmp_path / "x.json").exists()
+        assert_bench_refuses([*argv, *bad], f"--end-price {float(bad[-1])}: cells a step", tmp_path / "x.json",
+                             monkeypatch, capsys)
 
 
 def test_the_bench_plans_among_the_policys_likeliest_moves_and_refuses_a_bad_count(tmp_path, monkeypatch, capsys):
     """``--candidates 1`` prices the policy's likeliest move alone: the planner plays the agent's episode."""
     from bench import predicted_lookahead
-    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "predictor.pt")
-    argv = ["predicted_lookahead", "--predictor", str(tmp_path / "predictor.pt"), "--episodes", "1",
-            "--config", str(SMOKE), "--json", str(tmp_path / "x.json")]
+    argv = bench_argv(tmp_path)
     monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt", "--prior-weight", "0",
                                      "--candidates", "1"])
     predicted_lookahead.main()
     episodes = json.loads((tmp_path / "x.json").read_text())["per_episode"]
     assert episodes["planner_0"] == episodes["agent"]
     for bad in (["--checkpoint", "pretrained/default.pt", "--candidates", "0"], ["--candidates", "2"]):
-        (tmp_path / "x.json").unlink(missing_ok=True)
-        monkeypatch.setattr("sys.argv", [*argv, *bad])
-        with pytest.raises(SystemExit):
-            predicted_lookahead.main()
-        assert f"--candidates {bad[-1]}: 1 or more" in capsys.readouterr().err
-        assert not (tmp_path / "x.json").exists()
+        assert_bench_refuses([*argv, *bad], f"--candidates {bad[-1]}: 1 or more", tmp_path / "x.json",
+                             monkeypatch, capsys)
