@@ -15,9 +15,11 @@ e.g. ``map_dir=DungeonMaps/train`` in place of the folder on the machine that tr
 a map predictor file (``predictor.files``), the weight the planner gives the agent's
 log-probability (``rl.planner.planning_actor``) and, with ``--opening W``, the side of the
 squares of free cells its guess is opened by (``rl.planner.predicted_guess``; a file
-without it plays the guess unopened). ``evaluate.py --checkpoint`` then plays ``planner`` beside
-the agent. Rewriting a pretrained file keeps its planner unless ``--planner`` replaces it;
-``--prior-weight`` or ``--opening`` alone change the planner it carries, its predictor as it was.
+without it, or with ``--opening 0``, plays the guess unopened). ``evaluate.py --checkpoint`` then
+plays ``planner`` beside the agent. Rewriting a pretrained file keeps its planner unless
+``--planner`` replaces it; ``--prior-weight`` or ``--opening`` alone change the planner it carries,
+its predictor as it was (``--opening 0`` takes its opening away), as the same options of
+``evaluate.py`` change it for one evaluation.
 """
 from __future__ import annotations
 
@@ -57,9 +59,19 @@ class Planner(NamedTuple):
 
     def overridden(self, prior_weight: float | None = None, opening: int | None = None) -> Planner:
         """This planner with ``prior_weight`` and ``opening`` replaced where not None, as a command
-        line asks: ``opening`` 0 means not opened."""
-        planner = self if prior_weight is None else self._replace(prior_weight=prior_weight)
-        return planner if opening is None else planner._replace(opening=opening or None)
+        line asks (``overridden_settings``: ``opening`` 0 means not opened)."""
+        settings = overridden_settings(self.prior_weight, self.opening, prior_weight, opening)
+        return self._replace(prior_weight=settings["prior_weight"], opening=settings.get("opening"))
+
+
+def overridden_settings(prior_weight: float, opening: int | None, new_prior_weight: float | None = None,
+                        new_opening: int | None = None) -> dict[str, Any]:
+    """``planner_settings`` of a planner weighing ``prior_weight`` and opened by ``opening``, with
+    what a command line gives in place of each where not None: ``new_opening`` 0 means not
+    opened. ``ValueError`` naming a bad value."""
+    if new_opening is not None:
+        opening = new_opening or None
+    return planner_settings(prior_weight if new_prior_weight is None else new_prior_weight, opening)
 
 
 def read_weights(source: Path) -> tuple[Path, dict[str, Any], Config]:
@@ -102,23 +114,22 @@ def weights_file(model: dict[str, torch.Tensor], config: Config, trained: dict[s
 
 def planner_entry(predictor: Path, prior_weight: float = DEFAULT_PRIOR_WEIGHT, opening: int | None = None
                   ) -> dict[str, Any]:
-    """The ``"planner"`` entry for the map predictor file at ``predictor``, checked
-    (``FileNotFoundError``, ``ValueError``) before anything is written."""
-    settings = planner_settings(prior_weight, opening)  # checked before the file is read
+    """The ``"planner"`` entry for the map predictor file at ``predictor`` (``opening`` 0 or None:
+    not opened), checked (``FileNotFoundError``, ``ValueError``) before anything is written."""
+    settings = overridden_settings(prior_weight, None, new_opening=opening)  # checked before the file is read
     return {"predictor": read_predictor_file(predictor), **settings}
 
 
 def retuned_planner(source: Path, prior_weight: float | None = None, opening: int | None = None) -> dict[str, Any]:
     """The ``"planner"`` entry the pretrained file at ``source`` carries, its prior weight or
-    opening replaced where given, checked as ``planner_entry`` checks them; ``ValueError`` when
-    ``source`` carries no planner."""
+    opening replaced where given (``overridden_settings``: ``opening`` 0 takes the opening away);
+    ``ValueError`` when ``source`` carries no planner or a value is bad."""
     path, state, _ = read_weights(source)
     entry = carried_planner(state)
     if entry is None:
         raise ValueError(f"{path} carries no planner to change: name its map predictor with --planner")
-    settings = planner_settings(entry["prior_weight"] if prior_weight is None else prior_weight,
-                                entry.get("opening") if opening is None else opening)
-    return {"predictor": entry["predictor"], **settings}
+    return {"predictor": entry["predictor"],
+            **overridden_settings(entry["prior_weight"], entry.get("opening"), prior_weight, opening)}
 
 
 def planner_settings(prior_weight: float, opening: int | None) -> dict[str, Any]:
@@ -126,7 +137,7 @@ def planner_settings(prior_weight: float, opening: int | None) -> dict[str, Any]
     if not prior_weight >= 0:
         raise ValueError(f"prior weight {prior_weight}: a weight must be 0 or more")
     if opening is not None and opening < 1:
-        raise ValueError(f"opening {opening}: the side of a square of free cells, 1 or more")
+        raise ValueError(f"opening {opening}: the side of a square of free cells, 1 or more (0: not opened)")
     return {"prior_weight": float(prior_weight)} | ({} if opening is None else {"opening": int(opening)})
 
 
@@ -193,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                                                            f"(default: {DEFAULT_PRIOR_WEIGHT} with --planner; "
                                                            f"without it, the carried planner's)")
     parser.add_argument("--opening", type=int, metavar="W", help="open the planner's guess by squares of W x W free "
-                                                                "cells (4 for configs/dungeon.yaml; default: none with "
-                                                                "--planner; without it, the carried planner's)")
+                                                                "cells, 0 not at all (4 for configs/dungeon.yaml; "
+                                                                "default: none with --planner; without it, the "
+                                                                "carried planner's)")
     args = parser.parse_args(argv)
     try:
         if args.planner is not None:

@@ -12,7 +12,7 @@ from rl.envs import make_env, with_env_overrides
 from predictor import MapPredictor
 from predictor.files import predictor_file
 from predictor.network import BELIEF_CODES
-from rl.pretrained import FORMAT, export, main as export_main, read_planner
+from rl.pretrained import FORMAT, export, main as export_main, read_planner, retuned_planner
 from rl.trainer import Trainer, with_input_columns
 from tests.helpers import SMOKE, smoke_config
 
@@ -168,6 +168,11 @@ def test_a_carried_planner_is_retuned_without_naming_its_predictor(smoke_run, tm
     assert torch.equal(planner.predictor(belief), net.eval()(belief))
     assert export_main([str(retuned), str(retuned), "--opening", "5"]) == 0
     assert (read_planner(retuned).prior_weight, read_planner(retuned).opening) == (0.25, 5)  # the weight stays
+    assert export_main([str(retuned), str(retuned), "--opening", "0"]) == 0  # as evaluate.py's --opening 0
+    assert (read_planner(retuned).prior_weight, read_planner(retuned).opening) == (0.25, None)
+    assert torch.load(retuned, weights_only=True)["planner"].keys() == {"predictor", "prior_weight"}
+    assert export_main([str(smoke_run), str(opened), "--planner", str(tmp_path / "predictor.pt"), "--opening", "0"]) == 0
+    assert read_planner(opened).opening is None
     capsys.readouterr()
     assert export_main([str(retuned), str(tmp_path / "bad.pt"), "--prior-weight", "-1"]) == 2
     assert "prior weight -1.0: a weight must be 0 or more" in capsys.readouterr().err
@@ -186,7 +191,8 @@ def test_a_bad_planner_writes_nothing(smoke_run, tmp_path, capsys):
     cases = [(["--planner", str(tmp_path / "missing.pt")], "no map predictor file at"),
              (["--planner", str(tmp_path / "not_a_predictor.pt")], "does not load as a map predictor file"),
              (["--planner", str(tmp_path / "p.pt"), "--prior-weight", "-1"], "prior weight -1.0: a weight must be 0 or more"),
-             (["--planner", str(tmp_path / "p.pt"), "--opening", "0"], "opening 0: the side of a square of free cells")]
+             (["--planner", str(tmp_path / "p.pt"), "--opening", "-1"],
+              "opening -1: the side of a square of free cells, 1 or more (0: not opened)")]
     for argv, message in cases:
         assert export_main([str(smoke_run), str(out), *argv]) == 2
         assert message in capsys.readouterr().err and not out.exists()
@@ -194,3 +200,21 @@ def test_a_bad_planner_writes_nothing(smoke_run, tmp_path, capsys):
         assert export_main([str(smoke_run), str(out), option, "1"]) == 2
         assert "carries no planner to change: name its map predictor with --planner" in capsys.readouterr().err
         assert not out.exists()
+
+
+def test_a_command_lines_planner_settings_mean_the_same_for_a_planner_and_a_carried_entry(smoke_run, tmp_path):
+    torch.save(predictor_file(MapPredictor(width=4), {}), tmp_path / "p.pt")
+    opened = tmp_path / "opened.pt"
+    assert export_main([str(smoke_run), str(opened), "--planner", str(tmp_path / "p.pt"), "--opening", "4",
+                        "--prior-weight", "0.25"]) == 0
+    carried = read_planner(opened)
+    for prior_weight, opening, expected in [(None, None, (0.25, 4)), (1.0, None, (1.0, 4)), (None, 0, (0.25, None)),
+                                            (0.0, 6, (0.0, 6))]:
+        played = carried.overridden(prior_weight, opening)  # what evaluate.py plays
+        entry = retuned_planner(opened, prior_weight, opening)  # what python -m rl.pretrained writes
+        assert (played.prior_weight, played.opening) == (entry["prior_weight"], entry.get("opening")) == expected
+    for prior_weight, opening, message in [(-1.0, None, "prior weight -1.0"), (None, -2, "opening -2")]:
+        with pytest.raises(ValueError, match=message):
+            carried.overridden(prior_weight, opening)
+        with pytest.raises(ValueError, match=message):
+            retuned_planner(opened, prior_weight, opening)
