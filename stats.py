@@ -26,11 +26,12 @@ def t_quantile_975(df: int) -> float:
 
 def mean_ci(values: Sequence[float]) -> tuple[float, float]:
     """Mean and half-width of its 95% confidence interval (Student's t, so 3 seeds get a wide
-    one, as they should); the half-width is 0 for a single value, both NaN for none."""
+    one, as they should); the half-width is NaN for a single value (one value has no spread to
+    estimate, and 0 would claim certainty), both NaN for none."""
     if not len(values):
         return float("nan"), float("nan")
     x = np.asarray(values, dtype=float)
-    half = t_quantile_975(len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else 0.0
+    half = t_quantile_975(len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan")
     return float(x.mean()), float(half)
 
 
@@ -55,5 +56,10 @@ def welch_difference_ci(a: Sequence[float], b: Sequence[float]) -> tuple[float, 
 
 
 def format_mean_ci(mean: float, half: float, decimals: int) -> str:
-    """``mean ± half`` with ``decimals`` places; "n/a" when there was nothing to average."""
-    return "n/a" if math.isnan(mean) else f"{mean:.{decimals}f} ± {half:.{decimals}f}"
+    """``mean ± half`` with ``decimals`` places; "n/a" when there was nothing to average, and
+    ``mean (no interval)`` for a single value, never ``± 0``."""
+    if math.isnan(mean):
+        return "n/a"
+    if math.isnan(half):
+        return f"{mean:.{decimals}f} (no interval)"
+    return f"{mean:.{decimals}f} ± {half:.{decimals}f}"

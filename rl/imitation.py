@@ -97,6 +97,7 @@ from rl.interrupt import StopOnSignal, signal_exit_code
 from rl.ppo import adam, masked_policy, update_dtype
 from rl.pretrained import weights_file
 from rl.trainer import load_initial_weights
+from stats import format_mean_ci
 
 COSTS = "costs"
 """The key of C(s, .) in a ``states_NN.npz`` beside the observation's keys."""
@@ -362,7 +363,7 @@ def run(config: Config, out: Path, settings: Settings, stop: StopOnSignal, earli
                     "success": success})
         print(f"round {r}: {len(data)} states; regret on the new states before training {fresh:.3f} spacings, "
               f"in training {fit['regret']:.3f}, entropy {fit['entropy']:.3f}, "
-              f"argmax best {fit['argmax_best']:.3f}; validation travel / greedy {mean:.3f} ± {half:.3f} "
+              f"argmax best {fit['argmax_best']:.3f}; validation travel / greedy {format_mean_ci(mean, half, 3)} "
               f"(n={n}), success {success:.2f}", flush=True)
         newest = out / f"round_{r:02d}.pt"
         write_round(newest, policy, config, {"from": "imitation", "round": r, "states": len(data),

@@ -53,8 +53,7 @@ def markdown_table(results: list[dict]) -> str:
         cells = [label, str(len(runs)), f"{runs[0]['parameters']:,}"]
         for column, (_, decimals) in METRICS.items():
             values = measured(runs, column)
-            cells.append(f"{values[0]:.{decimals}f} (no interval)" if len(values) == 1
-                         else format_mean_ci(*mean_ci(values), decimals))
+            cells.append(format_mean_ci(*mean_ci(values), decimals))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

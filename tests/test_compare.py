@@ -46,6 +46,12 @@ def test_ratio_and_counts_are_per_map_over_the_maps_both_completed(tmp_path, cap
     assert out[3] == f"| agent | greedy | {statistics.mean(ratios):.3f} ± {half:.3f} | 1 | 1 | 1 | 3 |"
 
 
+def test_a_single_shared_map_has_no_interval(tmp_path, capsys):
+    new = write_report(tmp_path / "new.json", {"agent": [episode(True, 90)]})
+    base = write_report(tmp_path / "base.json", {"greedy": [episode(True, 100)]})
+    assert run(capsys, new, base).splitlines()[3] == "| agent | greedy | 0.900 (no interval) | 1 | 0 | 0 | 1 |"
+
+
 def test_every_policy_of_new_meets_every_policy_of_base_unless_narrowed(tmp_path, capsys):
     new = write_report(tmp_path / "new.json", {"a": [episode(True, 10)], "b": [episode(True, 20)]})
     base = write_report(tmp_path / "base.json", {"c": [episode(True, 10)], "d": [episode(False, 5)]})

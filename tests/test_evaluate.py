@@ -41,6 +41,15 @@ def test_table_rows_hold_means_intervals_and_ratios_and_say_na_for_nothing_to_av
     assert lines[3] == "| random | 0.000 ± 0.000 | 0.400 ± 0.000 | n/a | n/a | n/a (n=0) |"
 
 
+def test_one_map_gives_its_values_without_an_interval_never_plus_minus_zero():
+    results = {"greedy": [episode(True, 100.0)], "agent": [episode(True, 90.0)]}
+    summaries = {name: summarise(r) for name, r in results.items()}
+    ratios = {"greedy": {"agent": travel_ratio(results["agent"], results["greedy"])}}
+    lines = format_table(summaries, ratios).splitlines()
+    assert lines[3] == ("| agent (argmax) | 1.000 (no interval) | 1.000 (no interval) | 12.0 (no interval) "
+                        "| 90.0 (no interval) | 0.900 (no interval) (n=1) |")
+
+
 def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys, monkeypatch):
     def no_episodes(*args, **kwargs):
         raise AssertionError("an episode ran before the arguments were checked")

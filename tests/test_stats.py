@@ -11,7 +11,8 @@ def test_mean_ci_uses_students_t():
     mean, half = mean_ci([1.0, 2.0, 6.0])  # mean 3, sample std sqrt(7), 2 degrees of freedom
     assert mean == pytest.approx(3.0)
     assert half == pytest.approx(4.303 * math.sqrt(7) / math.sqrt(3))
-    assert mean_ci([5.0]) == (5.0, 0.0)
+    mean, half = mean_ci([5.0])  # one value: no spread to estimate, so no interval (not 0)
+    assert mean == 5.0 and math.isnan(half)
     assert all(math.isnan(v) for v in mean_ci([]))
 
 
@@ -24,6 +25,7 @@ def test_mean_ci_is_written_with_the_given_decimals_and_nothing_as_n_a():
     assert format_mean_ci(0.91234, 0.0249, 3) == "0.912 ± 0.025"
     assert format_mean_ci(*mean_ci([100.0, 200.0]), 1) == "150.0 ± 635.3"
     assert format_mean_ci(*mean_ci([]), 2) == "n/a"
+    assert format_mean_ci(*mean_ci([0.95]), 3) == "0.950 (no interval)"  # never "± 0.000"
 
 
 def test_welch_interval_against_hand_computed_values():
