@@ -1,4 +1,4 @@
-"""Train the map predictor on floor plans: the guess the planner (``rl.planner``) plans in.
+"""Train the map predictor: the guess the planner (``rl.planner``) plans in.
 
     python -m rl.map_prediction --config configs/dungeon.yaml --out runs/map_predictor.pt
         [--maps 3000] [--epochs 6] [--width 16] [--depth 3] [--flip] [--learning-rate 1e-3] [KEY=VALUE ...]
@@ -8,8 +8,10 @@ the robot has seen travels much less than greedy (``bench.headroom --reveal D``)
 asks whether a learned guess of those cells can stand in for the truth (``rl.planner`` plans in
 that guess):
 
-1. **pairs**: greedy plays the first ``--maps`` maps of the config's training part; a third of
-   the states it passes keep their belief ([H, W] codes 0 / 1 / 2), each with its map's truth;
+1. **pairs**: greedy plays the first ``--maps`` maps of the config's training part (with a
+   ``map_dir``), or ``--maps`` procedural maps drawn from training seeds (even, so never an
+   evaluation map: ``rl.seeding``); a third of the states it passes keep their belief ([H, W]
+   codes 0 / 1 / 2), each with its map's truth;
 2. **fit**: ``predictor.MapPredictor`` learns, by Adam on the binary cross-entropy, which unknown
    cells within ``LOSS_REACH`` cells (a square) of a known free cell are walls; every tenth map's
    states are held out, and each epoch reports their loss and the accuracy within
@@ -41,6 +43,7 @@ from predictor.files import predictor_file
 from rl.atomic import atomic_write
 from rl.envs import make_env, with_env_overrides
 from rl.interrupt import StopOnSignal, signal_exit_code
+from rl.seeding import train_episode_seed
 
 LOSS_REACH = 12
 """Cells within this many (a square's half-side) of a known free cell count in the loss; the
@@ -63,12 +66,16 @@ class Pairs:
 
 
 def collect_pairs(env_config: EnvConfig, maps: int, seed: int = 0, progress: bool = True) -> Pairs:
-    """Greedy on the first ``maps`` maps of ``env_config``'s collection, keeping ``KEEP`` of the
-    beliefs it passes through (drawn from ``seed``)."""
+    """Greedy on the first ``maps`` maps of ``env_config``'s collection, or on ``maps`` procedural
+    maps of training seeds, keeping ``KEEP`` of the beliefs it passes through (drawn from ``seed``)."""
     env, rng = make_env(env_config), np.random.default_rng(seed)
+    collection = env_config.kwargs.get("map_dir") is not None
     beliefs, truths, which = [], [], []
     for index in tqdm(range(maps), desc="pairs", unit="map", disable=not progress):
-        obs, _ = env.reset(seed=seed + index, options={"map_index": index})
+        if collection:
+            obs, _ = env.reset(seed=seed + index, options={"map_index": index})
+        else:
+            obs, _ = env.reset(seed=train_episode_seed(seed, 0, index))
         world: GridExploreEnv = env.unwrapped
         p = world.pad
         truths.append(world.grid_map.occupied.copy())
@@ -182,17 +189,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--learning-rate must be > 0, got {args.learning_rate}")
     try:
         config = load_config(args.config, args.overrides)
-        if config.env.kwargs.get("map_dir") is None:
-            raise ConfigError("the map predictor learns floor plans: set env.kwargs.map_dir")
-        env_config = with_env_overrides(config.env, ["map_split=train"])
+        map_dir = config.env.kwargs.get("map_dir")
+        env_config = config.env if map_dir is None else with_env_overrides(config.env, ["map_split=train"])
         if args.out.exists():
             raise FileExistsError(f"{args.out} exists: choose another --out")
         torch.manual_seed(args.seed)
         net = MapPredictor(args.width, args.depth)
         with StopOnSignal("stopping; the file keeps the last finished epoch") as stop:
             pairs = collect_pairs(env_config, args.maps, args.seed)
-            trained = {"maps": args.maps, "pairs": len(pairs.beliefs), "map_dir": str(config.env.kwargs["map_dir"]),
-                       "flip": args.flip}
+            trained = {"maps": args.maps, "pairs": len(pairs.beliefs), "flip": args.flip,
+                       **({} if map_dir is None else {"map_dir": str(map_dir)})}
 
             def save(model: MapPredictor, history: list) -> None:
                 atomic_write(args.out, lambda f: torch.save(predictor_file(model, {**trained, "history": history}), f))

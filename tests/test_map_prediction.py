@@ -18,7 +18,7 @@ from rl.envs import make_env
 from rl.evaluation import run_episode
 from rl.map_prediction import collect_pairs, fit, main, mirrored
 from rl.pretrained import export, planner_entry
-from rl.seeding import eval_episode_seed
+from rl.seeding import eval_episode_seed, train_episode_seed
 from tests.helpers import ROOM_MAPS, SMOKE, room_folder_env
 from tests.map_folders import write_maps
 
@@ -157,8 +157,6 @@ def test_the_cli_writes_a_loadable_file_and_refuses_bad_input_before_writing(tmp
     assert isinstance(load_predictor(out), MapPredictor)
     assert main([*common, "--out", str(out), "--maps", "2"]) == 2
     assert "exists" in capsys.readouterr().err
-    assert main(["--config", str(SMOKE), "--out", str(tmp_path / "x.pt")]) == 2
-    assert "map_dir" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
     with pytest.raises(SystemExit):
         main([*common, "--out", str(tmp_path / "y.pt"), "--epochs", "0"])
     with pytest.raises(SystemExit):
@@ -170,6 +168,27 @@ def test_the_cli_writes_a_loadable_file_and_refuses_bad_input_before_writing(tmp
                  "--flip"]) == 0
     state = torch.load(deep, weights_only=True)
     assert state["depth"] == 4 and state["trained"]["flip"] and load_predictor(deep).depth == 4
+
+
+def test_procedural_pairs_come_from_training_seeds_never_an_evaluation_map():
+    env_config = load_config(SMOKE, ["env.kwargs.max_steps=60"]).env
+    pairs = collect_pairs(env_config, maps=3, progress=False)
+    env = make_env(env_config)
+    for index, truth in enumerate(pairs.truths):
+        env.reset(seed=train_episode_seed(0, 0, index))
+        assert np.array_equal(truth, env.unwrapped.grid_map.occupied)  # map i: training seed i
+        env.reset(seed=eval_episode_seed(0, index))
+        assert not np.array_equal(truth, env.unwrapped.grid_map.occupied)
+    assert len(pairs.beliefs) > 0 and set(pairs.which) <= {0, 1, 2}
+
+
+def test_the_cli_trains_on_procedural_maps_without_a_map_dir(tmp_path):
+    out = tmp_path / "procedural.pt"
+    assert main(["--config", str(SMOKE), "--out", str(out), "--maps", "10", "--epochs", "1", "--width", "4",
+                 "env.kwargs.max_steps=60"]) == 0
+    state = torch.load(out, weights_only=True)
+    assert state["trained"]["maps"] == 10 and "map_dir" not in state["trained"]
+    assert isinstance(load_predictor(out), MapPredictor)
 
 
 def test_the_bench_plays_the_lookahead_and_the_planner(tmp_path, monkeypatch, capsys):
