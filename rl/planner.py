@@ -17,7 +17,8 @@ guesses them. Each move:
    whole after a;
 3. **choose** (``planning_actor``): the move minimising C(s, a) / spacing - W log pi(a | s), the
    guessed world's price against the agent's own preference (W = 0: the lookahead alone; a large
-   W: the agent alone). ``pretrained/dungeon.pt`` carries its predictor, W = 0.25 and w = 4
+   W: the agent alone). ``pretrained/dungeon.pt`` carries its predictor, W = 0.25 and w = 4,
+   ``pretrained/default.pt`` its own (procedural maps), W = 0.25 and no opening
    (``rl.pretrained.Planner``; ``planner_actor`` plays it).
 
 The planner reads the belief, the graph and the policy's observation only, never the true map

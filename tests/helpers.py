@@ -79,6 +79,15 @@ def release_shared_local_ray(wait_s: float = 10) -> None:
         time.sleep(0.05)
 
 
+def agent_without_planner(path: Path) -> Path:
+    """``pretrained/default.pt``'s agent, written to ``path`` without the map predictor it carries:
+    a pretrained file with no planner."""
+    state = torch.load(ROOT / "pretrained" / "default.pt", weights_only=True)
+    del state["planner"]
+    torch.save(state, path)
+    return path
+
+
 def smoke_config(run_dir, *overrides):
     """``configs/smoke.yaml`` writing into ``run_dir``, with dotted overrides."""
     return load_config(SMOKE, [f"run.run_dir={run_dir}", *overrides])

@@ -41,7 +41,7 @@ from tests.map_folders import MAP_ORDER, write_maps
      "| THREADS=1 (steps/s) |"),
     (update_split, ["--config", str(SMOKE), "--updates", "1"], "|   backward | "),
     (best_move, ["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16", "--reveal", "2"],
-     "| agent right | greedy right | revealed_2 right | share of the agent's regret |"),
+     "| agent right | greedy right | planner right | revealed_2 right | share of the agent's regret |"),
     (train_speed, ["--config", str(SMOKE), "--init-from", "", "--updates", "2", "--rounds", "1",
                    "--variant", "ppo.update_epochs=1"], "| ppo.update_epochs=1 |"),
     (forward_groups, ["--config", str(SMOKE), "--steps", "2", "--repeats", "1", "--groups", "1", "2"],

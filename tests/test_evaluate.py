@@ -19,7 +19,7 @@ from predictor.files import predictor_file
 from rl.evaluation import EpisodeResult, summarise, travel_ratio
 from rl.pretrained import export, planner_entry
 from rl.trainer import Trainer
-from tests.helpers import SMOKE, free_everywhere_predictor, smoke_config
+from tests.helpers import SMOKE, agent_without_planner, free_everywhere_predictor, smoke_config
 from tests.map_folders import MAP_ORDER, write_maps
 
 
@@ -57,20 +57,19 @@ def test_output_paths_and_seeds_are_checked_before_any_episode(tmp_path, capsys,
     monkeypatch.setattr(evaluate, "evaluate_actors", no_episodes)
     monkeypatch.setattr(visualize, "record_episode", no_episodes)
     (tmp_path / "a_file").write_text("")
+    plain = str(agent_without_planner(tmp_path / "agent.pt"))
     cases = [
         (evaluate.main, ["--policy", "greedy", "--json", str(tmp_path / "missing" / "r.json")], None),
         (evaluate.main, ["--policy", "greedy", "--json", str(tmp_path)], "--json: .* is a folder"),
         (evaluate.main, ["--policy", "greedy", "--gif", str(tmp_path / "a_file" / "x.gif")], "--gif: cannot write"),
         (evaluate.main, ["--policy", "greedy", "--seed", "-1"], "--seed must be >= 0, got -1"),
         (evaluate.main, ["--planner", str(tmp_path / "p.pt")], "--planner needs --checkpoint"),
-        (evaluate.main, ["--policy", "planner", "--checkpoint", "pretrained/default.pt"],
+        (evaluate.main, ["--policy", "planner", "--checkpoint", plain],
          "carries no map predictor; name one with --planner"),
         (evaluate.main, ["--policy", "planner"], "--policy planner needs --checkpoint"),
         (evaluate.main, ["--opening", "4"], "--opening needs --checkpoint"),
-        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--opening", "4"],
-         "--opening: there is no planner to set"),
-        (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--prior-weight", "1"],
-         "--prior-weight: there is no planner to set"),
+        (evaluate.main, ["--checkpoint", plain, "--opening", "4"], "--opening: there is no planner to set"),
+        (evaluate.main, ["--checkpoint", plain, "--prior-weight", "1"], "--prior-weight: there is no planner to set"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),
                          "--opening", "-1"], "--opening must be >= 0 .0: not opened., got -1"),
         (evaluate.main, ["--checkpoint", "pretrained/default.pt", "--planner", str(tmp_path / "p.pt"),

@@ -19,7 +19,7 @@ from rl.evaluation import run_episode
 from rl.map_prediction import collect_pairs, fit, main, mirrored
 from rl.pretrained import export, planner_entry
 from rl.seeding import eval_episode_seed, train_episode_seed
-from tests.helpers import ROOM_MAPS, SMOKE, room_folder_env
+from tests.helpers import ROOM_MAPS, SMOKE, agent_without_planner, room_folder_env
 from tests.map_folders import write_maps
 
 
@@ -219,7 +219,7 @@ def test_the_bench_takes_the_predictor_the_checkpoint_carries(tmp_path, monkeypa
     predicted_lookahead.main()
     named = json.loads((tmp_path / "x.json").read_text())["per_episode"]["predicted_lookahead"]
     assert carried == named
-    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt"])
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", str(agent_without_planner(tmp_path / "plain.pt"))])
     with pytest.raises(SystemExit):
         predicted_lookahead.main()
     assert "name a --predictor, or a --checkpoint that carries one" in capsys.readouterr().err
@@ -254,7 +254,7 @@ def test_best_move_scores_the_planner_a_checkpoint_carries(tmp_path, monkeypatch
     lines = capsys.readouterr().out.splitlines()
     scored = {line.split(":")[0]: line for line in lines if ": best move on" in line}
     assert sorted(scored) == ["agent", "greedy", "planner"]
-    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", "pretrained/default.pt"])
+    monkeypatch.setattr("sys.argv", [*argv, "--checkpoint", str(agent_without_planner(tmp_path / "plain.pt"))])
     best_move.main()
     assert "planner: best move on" not in capsys.readouterr().out
 

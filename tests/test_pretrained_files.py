@@ -34,8 +34,8 @@ def test_both_agents_are_shipped_small_and_load_without_pickled_code():
         path = ROOT / "pretrained" / name
         assert path.stat().st_size < MAX_BYTES, name
         state = torch.load(path, weights_only=True)
-        carried = ["planner"] if name == "dungeon.pt" else []  # the floor-plan agent carries its map predictor
-        assert state["format"] == FORMAT and sorted(state) == sorted(["config", "format", "model", "trained", *carried])
+        assert state["format"] == FORMAT  # each agent carries its map predictor, for its planner
+        assert sorted(state) == ["config", "format", "model", "planner", "trained"]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
@@ -60,4 +60,16 @@ def test_the_floor_plan_agent_carries_its_map_predictor_and_plans_a_floor_plan(t
     env = make_env(with_env_overrides(config.env, [f"map_dir={tmp_path}", "map_split=all"]))
     planner = planner_actor(policy, carried)
     result, _ = run_episode(env, planner, seed=1, options={"map_index": 0})
+    assert result.success and result.coverage >= 0.99
+
+
+def test_the_default_agent_carries_its_map_predictor_and_plans_a_procedural_map():
+    state = torch.load(ROOT / "pretrained" / "default.pt", weights_only=True)["planner"]
+    assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.25
+    assert "map_dir" not in state["predictor"]["trained"]  # it learned procedural maps (docs/results.md section 3)
+    carried = read_planner(ROOT / "pretrained" / "default.pt")
+    assert carried.opening is None  # procedural maps have passages one cell wide
+    policy, config = load_policy(ROOT / "pretrained" / "default.pt")
+    env = make_env(config.env)
+    result, _ = run_episode(env, planner_actor(policy, carried), seed=1)
     assert result.success and result.coverage >= 0.99
