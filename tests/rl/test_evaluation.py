@@ -26,7 +26,8 @@ def test_travel_ratio_pairs_maps_and_skips_incomplete_ones():
 def test_summary_counts_steps_and_travel_over_completed_episodes_only():
     summary = summarise([result(True, 90.0), result(False, 500.0)])
     assert summary["success_rate"][0] == 0.5
-    assert summary["travel_to_complete"] == (90.0, 0.0)
+    travel, half = summary["travel_to_complete"]
+    assert travel == 90.0 and math.isnan(half)  # one completed episode: no interval
 
 
 def test_over_a_map_dir_episode_i_plays_map_i_in_any_chunk_of_episodes(tmp_path):
