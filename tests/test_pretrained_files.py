@@ -68,7 +68,7 @@ def test_the_default_agent_carries_its_map_predictor_and_plans_a_procedural_map(
     assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.25
     assert "map_dir" not in state["predictor"]["trained"]  # it learned procedural maps (docs/results.md section 3)
     carried = read_planner(ROOT / "pretrained" / "default.pt")
-    assert carried.opening is None  # caves and obstacles maps have passages one cell wide
+    assert carried.opening is None  # caves and obstacles maps have free cells in no free 2 x 2 square
     policy, config = load_policy(ROOT / "pretrained" / "default.pt")
     env = make_env(config.env)
     result, _ = run_episode(env, planner_actor(policy, carried), seed=1)
