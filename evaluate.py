@@ -24,7 +24,7 @@ says otherwise (``validation``, or ``all`` for every map of another folder), and
 (``rl.evaluation.train_part_note``; ``visualize.py`` too).
 
 A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
-``pretrained/dungeon.pt``) also plays ``planner``: the agent weighing, for each move, the
+both files of ``pretrained/``) also plays ``planner``: the agent weighing, for each move, the
 lookahead's cost in the world the predictor guesses (opened as the file says: v14) against a
 weight times its own log-probability (``rl.planner.planner_actor``; docs/results.md section
 8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that

@@ -13,7 +13,7 @@ Writes into ``--out``:
                                as lines whose width is the weight, one panel per head
   routes.png                   greedy's, the agent's (and the planner's) routes on that map, each
                                at its episode's end, with its steps and travel
-  map_guess.png                when the checkpoint carries a map predictor (``pretrained/dungeon.pt``)
+  map_guess.png                when the checkpoint carries a map predictor (as both ``pretrained/`` files do)
                                or ``--planner`` names one: at step ``--at``, what the robot knows,
                                the predictor's guess of the rest, and the true map
 ``--checkpoint`` takes what ``evaluate.py`` takes (a run folder, a checkpoint, a pretrained file)

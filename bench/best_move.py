@@ -12,7 +12,7 @@ cheapest: how often each is a best move, their mean regret in node spacings (cap
 ``rl.imitation.REGRET_CAP``), how often the two agree, and where they differ, which is cheaper.
 It shows how far the agent's decisions are from greedy's, state by state, which the travel
 ratios of whole episodes do not. When the checkpoint carries a map predictor
-(``pretrained/dungeon.pt``), the planner's move on the same states is scored too; each
+(as both ``pretrained/`` files do), the planner's move on the same states is scored too; each
 ``--reveal D`` scores the lookahead in a world that knows the true map D steps past the known
 cells (``env.lookahead.revealed_within``, a diagnostic).
 
