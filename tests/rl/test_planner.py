@@ -194,3 +194,43 @@ def test_a_planner_of_the_policys_likeliest_moves_chooses_the_cheapest_of_them()
     assert checked >= 5 and outside >= 1  # the full lookahead left the two on some state
     with pytest.raises(ValueError, match="candidates=0"):
         planning_actor(policy, guess, 0.0, candidates=0)
+
+
+def test_back_where_it_chose_with_nothing_new_seen_the_planner_takes_greedys_move(monkeypatch):
+    """A guessed world that always prices going back cheapest would send the robot between two
+    nodes for good, as two maps of 48 x 48 cells once did: the planner, standing again on a node
+    where it chose with no cell seen since, takes greedy's move instead, and explores the map."""
+    import rl.planner as planner_module
+    from env.baselines import greedy
+
+    policy, config = load_policy(Path("pretrained/default.pt"))
+    env = make_env(with_env_overrides(config.env, ["map_size=16"]))
+    trail: list[int] = []  # the robot's nodes, one a step
+
+    def back_is_cheapest(world, guess, mask, end_price=None):
+        costs = np.where(mask, 100.0, np.inf)
+        for slot in np.flatnonzero(mask):
+            if len(trail) >= 2 and world._neighbors[world.robot_node, slot] == trail[-2]:
+                costs[slot] = 0.0
+        return costs
+
+    def play(act) -> tuple[bool, int]:
+        obs, _ = env.reset(seed=5)
+        trail[:] = [env.unwrapped.robot_node]
+        fallbacks = 0
+        while True:
+            move = act(obs, env)
+            assert act(obs, env) == move  # asked twice at one step, the same answer
+            fallbacks += move == greedy(obs, env) and trail.count(env.unwrapped.robot_node) > 1
+            obs, _, terminated, truncated, _ = env.step(move)
+            trail.append(env.unwrapped.robot_node)
+            if terminated or truncated:
+                return terminated, fallbacks
+
+    def lookahead_alone(obs, env):  # the guessed world's cheapest move, nothing else
+        return int(np.argmin(back_is_cheapest(env.unwrapped, None, obs[ACTION_MASK].astype(bool))))
+
+    monkeypatch.setattr(planner_module, "imagined_costs_of_valid", back_is_cheapest)
+    assert play(lookahead_alone) == (False, 0)  # it goes round until the step limit
+    explored, fallbacks = play(planning_actor(policy, lambda world: None, 0.0))
+    assert explored and fallbacks >= 1
