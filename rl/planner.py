@@ -19,9 +19,9 @@ guesses them. Each move:
    guessed world's price against the agent's own preference (W = 0: the lookahead alone; a large
    W: the agent alone). Back on a node where it chose before, with nothing new seen since, it
    would choose as before and go round for good (it did on 2 of 100 maps of 48 x 48 cells), so
-   there it takes greedy's move instead, until something new is seen. ``pretrained/dungeon.pt`` carries its predictor, W = 0.25 and w = 4,
-   ``pretrained/default.pt`` its own (procedural maps), W = 0.25 and no opening
-   (``rl.pretrained.Planner``; ``planner_actor`` plays it).
+   there it takes greedy's move instead, until something new is seen. ``pretrained/dungeon.pt``
+   carries its predictor, W = 0.25 and w = 4, ``pretrained/default.pt`` its own (procedural
+   maps), W = 0.25 and no opening (``rl.pretrained.Planner``; ``planner_actor`` plays it).
 
 The planner reads the belief, the graph and the policy's observation only, never the true map
 (``told``, a diagnostic of ``bench.predicted_lookahead``, is the one exception, and says so).
