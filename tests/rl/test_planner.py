@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+import rl.planner as planner_module
+from env.baselines import greedy
 from env.lookahead import (far_unknown_price, guessed_lookahead, imagined_costs, imagined_costs_of_valid, revealed_within,
                            within_steps)
 from env.observation import ACTION_MASK
@@ -200,9 +202,6 @@ def test_back_where_it_chose_with_nothing_new_seen_the_planner_takes_greedys_mov
     """A guessed world that always prices going back cheapest would send the robot between two
     nodes for good, as two maps of 48 x 48 cells once did: the planner, standing again on a node
     where it chose with no cell seen since, takes greedy's move instead, and explores the map."""
-    import rl.planner as planner_module
-    from env.baselines import greedy
-
     policy, config = load_policy(Path("pretrained/default.pt"))
     env = make_env(with_env_overrides(config.env, ["map_size=16"]))
     trail: list[int] = []  # the robot's nodes, one a step
