@@ -118,15 +118,23 @@ def test_a_result_recorded_before_a_curve_was_kept_is_evaluated_again_not_retrai
     assert {p.name: p.stat().st_mtime_ns for p in finished.glob("checkpoint_*.pt")} == checkpoints
 
 
+def copy_of_sweep(sweep, folder):
+    """A copy of the module's finished sweep in ``folder``, its results naming their runs there, and
+    the ``--episodes`` its runs were last evaluated with (a test above evaluates them again with more)."""
+    import shutil
+
+    copy = shutil.copytree(sweep, folder)
+    for run in copy.glob("*_seed*"):
+        result = json.loads((sweep / run.name / "result.json").read_text())
+        (run / "result.json").write_text(json.dumps({**result, "run_dir": str(run)}))
+    return copy, result["evaluation"]["episodes"]
+
+
 def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path, local_ray):
     import shutil
 
-    original = shutil.copytree(sweep, tmp_path / "original")  # results.json hold this folder's paths...
-    for run in original.glob("*_seed*"):
-        result = json.loads((sweep / run.name / "result.json").read_text())
-        (run / "result.json").write_text(json.dumps({**result, "run_dir": str(run)}))
+    original, episodes = copy_of_sweep(sweep, tmp_path / "original")  # results.json hold this folder's paths...
     moved = shutil.move(original, tmp_path / "elsewhere")  # ...which no longer exists
-    episodes = json.loads((moved / "model.n_heads=1_seed1" / "result.json").read_text())["evaluation"]["episodes"]
     args = [*ARGS, "--out", str(moved), "--episodes", str(episodes)]
     assert ablate.main([*args, "--report"]) == 0
     assert {row["run_dir"] for row in csv.DictReader(open(moved / "results.csv"))} == {
@@ -141,9 +149,9 @@ def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path, lo
     assert not original.exists()  # nothing written where the sweep was
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "kill"])
-def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, how, local_ray):
-    """Ctrl-C reaches the terminal's whole process group; ``kill PID`` sends SIGTERM to the driver only."""
+def test_ctrl_c_stops_the_sweep_without_a_traceback_and_the_rerun_finishes_it(tmp_path, local_ray):
+    """Ctrl-C reaches the terminal's whole process group (``kill PID``, SIGTERM to the driver only:
+    the next test)."""
     import signal
     import subprocess
     import sys
@@ -166,10 +174,7 @@ def test_ctrl_c_or_kill_stops_the_sweep_without_a_traceback_and_the_rerun_finish
     while not list(out.glob("*/checkpoint_*.pt")) and time.time() < deadline:  # a run under way
         time.sleep(0.2)
     assert list(out.glob("*/checkpoint_*.pt")), "no run started"
-    if how == "ctrl-c":
-        os.killpg(process.pid, signal.SIGINT)
-    else:
-        process.terminate()
+    os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "Traceback" not in err and "rerun the same command to continue the sweep" in err
@@ -220,34 +225,35 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
     assert all(torch.equal(final["model"][k], straight["model"][k]) for k in straight["model"])
 
 
-def test_report_writes_the_finished_runs_and_starts_nothing(tmp_path, capsys, local_ray):
+def test_report_writes_the_finished_runs_and_starts_nothing(sweep, tmp_path, capsys, local_ray):
+    import shutil
+
     ray = local_ray
-    partial = tmp_path / "partial"
-    args = ["--heads", "1", "2", "--seeds", "2", "--config", str(SMOKE), "--episodes", "2", "--out", str(partial)]
-    assert ablate.main([*args, "ppo.total_timesteps=32", "--heads", "1", "--seeds", "1"]) == 0  # one finished run
-    assert ablate.main([*args, "ppo.total_timesteps=32", "--heads", "2"]) == 0
-    (partial / "model.n_heads=2_seed2" / "result.json").unlink()  # trained, as if killed before its evaluation
-    ray.shutdown()  # so that the check below sees whether --report starts Ray
+    partial, episodes = copy_of_sweep(sweep, tmp_path / "partial")
+    args = [*ARGS, "--out", str(partial), "--episodes", str(episodes)]
+    shutil.rmtree(partial / "model.n_heads=1_seed2")  # never started
     unfinished = partial / "model.n_heads=2_seed2"
+    (unfinished / "result.json").unlink()  # trained, as if killed before its evaluation
+    ray.shutdown()  # so that the check below sees whether --report starts Ray
     before = {p.name: p.stat().st_mtime_ns for p in unfinished.iterdir()}
-    assert ablate.main([*args, "ppo.total_timesteps=32", "--report"]) == 0
+    assert ablate.main([*args, "--report"]) == 0
     assert not ray.is_initialized()
     assert {p.name: p.stat().st_mtime_ns for p in unfinished.iterdir()} == before  # not trained, not evaluated
     rows = list(csv.DictReader(open(partial / "results.csv")))
     assert sorted((r["label"], r["seed"]) for r in rows) == [("model.n_heads=1", "1"), ("model.n_heads=2", "1")]
     table = (partial / "results.md").read_text()
-    assert "2 seeds, 2 held-out episodes; 2 of the 4 runs finished so far." in table
+    assert f"2 seeds, {episodes} held-out episodes; 2 of the 4 runs finished so far." in table
     assert "| model.n_heads=2 | model.n_heads=1 |" in table  # the paired table over what is there
 
     for run in partial.glob("*/result.json"):
         run.unlink()
-    assert ablate.main([*args, "ppo.total_timesteps=32", "--report"]) == 1
+    assert ablate.main([*args, "--report"]) == 1
     assert "none of the 4 runs in" in capsys.readouterr().err
 
 
 def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
-    """With checkpoints due only every 1,000 updates, only the stop itself can leave one."""
-    import signal
+    """``kill PID`` (SIGTERM to the driver only). With checkpoints due only every 1,000 updates, only
+    the stop itself can leave one."""
     import subprocess
     import sys
     import time
@@ -269,6 +275,7 @@ def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
     _, err = process.communicate(timeout=300)
     assert process.returncode == 130, err
     assert "each run finishes its update and saves a checkpoint" in err
+    assert "Traceback" not in err and "rerun the same command to continue the sweep" in err
     checkpoint = latest_checkpoint(run_dir)
     assert checkpoint is not None, err
     assert 0 < load_checkpoint(checkpoint)["update"] < 3125

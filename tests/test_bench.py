@@ -30,8 +30,9 @@ from tests.map_folders import MAP_ORDER, write_maps
     (attention_speed, ["--batch", "2", "--nodes", "8", "--repeats", "1"], "sdpa x"),
     (padding_trim, ["--batch", "4", "--repeats", "1"], "speed-up x"),
     (size_buckets, ["--batch", "4", "--buckets", "1", "2", "--repeats", "1"], "buckets 2:"),
-    (headroom, ["--episodes", "2", "--reveal", "2", "--reveal-noise", "0.1"], "travel revealed_2_noise_0.1 / greedy:"),
-    (headroom, ["--episodes", "1", "--reveal", "2", "--reveal-noise", "0.1", "--worlds", "2"],
+    (headroom, ["--episodes", "2", "--reveal", "2", "--reveal-noise", "0.1", "--env", "map_size=16"],
+     "travel revealed_2_noise_0.1 / greedy:"),
+    (headroom, ["--episodes", "1", "--reveal", "2", "--reveal-noise", "0.1", "--worlds", "2", "--env", "map_size=16"],
      "travel revealed_2_noise_0.1_worlds_2 / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
     (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
