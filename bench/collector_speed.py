@@ -8,12 +8,14 @@ median rollout time, env steps/s and the ratio to the in-process collector; for 
 bytes each update moves (weights out once into the object store, rollouts back) and the time
 spent outside the workers' own collection (putting the weights, gathering and joining the slices);
 and the learner's update time on the same rollout, so that rollout time / update time says how far
-more workers can go before the learner is the bottleneck. Time nothing else beside it.
+more workers can go before the learner is the bottleneck. Time nothing else beside it. Ctrl-C or
+SIGTERM stops it with no figures, its env processes and Ray actors closed (exit code 130).
 """
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 import torch
@@ -44,23 +46,25 @@ def update_seconds(config, policy: PolicyNet, rollout) -> float:
 def time_collectors(config, policy: PolicyNet, workers_counts: list[int], rounds: int, config_path: str):
     """Rollout times of every collector, taking turns; update times; the last Ray collector."""
     collectors = {"in process": VectorEnvCollector(config)}
-    for workers in workers_counts:
-        collectors[f"ray, {workers} worker{'s' * (workers > 1)}"] = RayCollector(
-            load_config(config_path, ["env.vector=ray", f"env.workers={workers}"]))
-    for collector in collectors.values():
-        last = collector.collect(policy)  # warm-up: workers started, envs reset
-    seconds = {name: [] for name in collectors}
-    outside = {name: [] for name in collectors}  # the wait beyond the slowest worker's own collection
-    for _ in range(rounds):
-        for name, collector in collectors.items():
-            start = time.perf_counter()
-            collector.collect(policy)
-            seconds[name].append(time.perf_counter() - start)
-            if isinstance(collector, RayCollector):
-                outside[name].append(seconds[name][-1] - max(collector.worker_seconds))
-    updates = [update_seconds(config, policy, last) for _ in range(rounds)]
-    for collector in collectors.values():
-        collector.close()
+    try:
+        for workers in workers_counts:
+            collectors[f"ray, {workers} worker{'s' * (workers > 1)}"] = RayCollector(
+                load_config(config_path, ["env.vector=ray", f"env.workers={workers}"]))
+        for collector in collectors.values():
+            last = collector.collect(policy)  # warm-up: workers started, envs reset
+        seconds = {name: [] for name in collectors}
+        outside = {name: [] for name in collectors}  # the wait beyond the slowest worker's own collection
+        for _ in range(rounds):
+            for name, collector in collectors.items():
+                start = time.perf_counter()
+                collector.collect(policy)
+                seconds[name].append(time.perf_counter() - start)
+                if isinstance(collector, RayCollector):
+                    outside[name].append(seconds[name][-1] - max(collector.worker_seconds))
+        updates = [update_seconds(config, policy, last) for _ in range(rounds)]
+    finally:  # the env processes and Ray actors end with the benchmark, however it ends
+        for collector in collectors.values():
+            collector.close()
     return seconds, outside, updates, collectors[list(collectors)[-1]]
 
 
@@ -84,7 +88,7 @@ def report(config, config_path: str, rounds: int, seconds: dict, outside: dict, 
           f"rollouts back {ray_collector.bytes_received / 1e6:.2f} MB in all")
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="configs/default.yaml")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
@@ -95,10 +99,16 @@ def main(argv: list[str] | None = None) -> None:
     policy = build_policy(config)
     # Every collector's workers exist at once but only one collector runs at a time: reserve a
     # logical CPU for each worker, whatever the machine has.
-    with ray_session(num_cpus=sum(args.workers)):
-        seconds, outside, updates, last_ray = time_collectors(config, policy, args.workers, args.rounds, args.config)
+    try:
+        with ray_session(num_cpus=sum(args.workers)):  # in it SIGTERM raises KeyboardInterrupt, as Ctrl-C
+            seconds, outside, updates, last_ray = time_collectors(config, policy, args.workers, args.rounds,
+                                                                  args.config)
+    except KeyboardInterrupt:
+        print("collector_speed: stopped before its rounds ended; no figures", file=sys.stderr)
+        return 130
     report(config, args.config, args.rounds, seconds, outside, updates, last_ray)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

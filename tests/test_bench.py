@@ -59,6 +59,23 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
     assert expected in capsys.readouterr().out
 
 
+def test_collector_speed_stopped_by_sigterm_closes_every_collector_and_prints_no_traceback(monkeypatch, capsys):
+    from rl.cluster.collector import RayCollector
+    from rl.collector import VectorEnvCollector
+
+    closed = []
+    for cls in (VectorEnvCollector, RayCollector):
+        def close(self, original=cls.close):
+            closed.append(type(self).__name__)
+            original(self)
+        monkeypatch.setattr(cls, "close", close)
+    monkeypatch.setattr(VectorEnvCollector, "collect", lambda self, policy: signal.raise_signal(signal.SIGTERM))
+    assert collector_speed.main(["--config", str(SMOKE), "--workers", "1", "--rounds", "1"]) == 130
+    assert sorted(closed) == ["RayCollector", "VectorEnvCollector"]
+    out, err = capsys.readouterr()
+    assert "collector_speed: stopped before its rounds ended; no figures" in err and "| collector |" not in out
+
+
 def test_stakes_table_bins_the_agents_two_moves_by_what_is_at_stake():
     """Hand-computed: four states whose two likeliest moves differ by 1, 3, 20 and 40 cells; the
     agent takes the dearer at 3 and 40 cells (regret 3 + 40 of 43), the other mover at 20."""
