@@ -127,7 +127,7 @@ def copy_of_sweep(sweep, folder):
     for run in copy.glob("*_seed*"):
         result = json.loads((sweep / run.name / "result.json").read_text())
         (run / "result.json").write_text(json.dumps({**result, "run_dir": str(run)}))
-    return copy, result["evaluation"]["episodes"]
+    return copy, json.loads((copy / "model.n_heads=1_seed1" / "result.json").read_text())["evaluation"]["episodes"]
 
 
 def test_a_moved_sweep_reports_and_resumes_in_its_new_folder(sweep, tmp_path, local_ray):
