@@ -12,7 +12,8 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
 - ``greedy``;
 - ``predicted_lookahead``: ``env.lookahead.guessed_lookahead`` with ``rl.planner``'s
   guess (a cell is a wall where the predictor gives it more than ``--threshold``; opened by
-  ``--opening`` W, by default as the checkpoint's planner opens it: ``predicted_guess``);
+  ``--opening`` W, by default as the checkpoint's planner opens it: ``predicted_guess``),
+  taking greedy's move where it would go round, as the planners do (``env.baselines.greedy_on_return``);
 - with ``--checkpoint``, ``agent`` (the policy's argmax) and, for each ``--prior-weight W``,
   ``planner_W``: ``rl.planner.planning_actor``, the lookahead's cost in node spacings less
   W times the policy's log-probability; with ``--end-price LAM``, each play-out's cost plus LAM
@@ -39,7 +40,7 @@ from pathlib import Path
 
 from bench.travel_report import report_travel
 from config import load_config
-from env.baselines import greedy
+from env.baselines import greedy, greedy_on_return
 from env.lookahead import far_unknown_price, guessed_lookahead, within_steps
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, STOP_PLAN, argmax_actor, evaluate_actors, load_policy, map_dir_size
@@ -130,7 +131,7 @@ def main() -> int:
     env_config = with_env_overrides(load_config(args.config).env, args.env)
     maps = map_dir_size(env_config)
     episodes = min(args.episodes, maps - args.first_episode) if maps else args.episodes
-    actors = {"greedy": greedy, "predicted_lookahead": guessed_lookahead(guess)}
+    actors = {"greedy": greedy, "predicted_lookahead": greedy_on_return(guessed_lookahead(guess))}
     if args.checkpoint is not None:
         policy, _ = load_policy(args.checkpoint)
         actors[AGENT] = argmax_actor(policy)

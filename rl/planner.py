@@ -18,8 +18,8 @@ guesses them. Each move:
 3. **choose** (``planning_actor``): the move minimising C(s, a) / spacing - W log pi(a | s), the
    guessed world's price against the agent's own preference (W = 0: the lookahead alone; a large
    W: the agent alone). Back on a node where it chose before, with nothing new seen since, it
-   would choose as before and go round for good (it did on 2 of 100 maps of 48 x 48 cells), so
-   there it takes greedy's move instead, until something new is seen. ``pretrained/dungeon.pt``
+   would choose as before and go round for good, so there it takes greedy's move instead
+   (``env.baselines.greedy_on_return``). ``pretrained/dungeon.pt``
    carries its predictor, W = 0.25 and w = 4, ``pretrained/default.pt`` its own (procedural
    maps), W = 0.25 and no opening (``rl.pretrained.Planner``; ``planner_actor`` plays it).
 
@@ -34,7 +34,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from env.baselines import greedy
+from env.baselines import greedy_on_return
 from env.context import summed_area
 from env.grid_explore import GridExploreEnv
 from env.lookahead import EndPrice, Guess, imagined_costs_of_valid, within_steps
@@ -121,21 +121,14 @@ def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float, end_pri
     where it prices none, the policy's argmax. ``prior_weight`` 0 is the lookahead alone, a
     large one the policy alone. With ``candidates`` k, only the policy's k likeliest valid moves
     are priced and chosen from (ties: the lower slot), each at the same score as among all: 1 is
-    the policy's argmax, k >= the valid moves the full planner. The actor remembers, for the
-    episode in play, where it chose and what was known then: standing again on such a node at a
-    later step with no cell seen since, it takes greedy's move (module docstring)."""
+    the policy's argmax, k >= the valid moves the full planner. Back on a node where it chose
+    earlier in the episode with no cell seen since, it takes greedy's move
+    (``env.baselines.greedy_on_return``)."""
     if candidates is not None and candidates < 1:
         raise ValueError(f"candidates={candidates}: how many of the policy's likeliest moves to price, 1 or more")
-    chosen_at: dict[int, tuple[int, int]] = {}  # node -> (step, known cells) of this episode's last choice there
 
     def act(obs: dict, env: gym.Env) -> int:
         world = env.unwrapped
-        if world.steps == 0:
-            chosen_at.clear()
-        known, before = int(np.count_nonzero(world.belief != UNKNOWN)), chosen_at.get(world.robot_node)
-        if before is not None and before[0] < world.steps and before[1] == known:
-            return greedy(obs, env)  # the same state as then: the same choice would go round again
-        chosen_at[world.robot_node] = (world.steps, known)
         with torch.no_grad():
             logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
         log_pi = torch.log_softmax(logits[0], dim=-1).numpy()  # [K]
@@ -149,7 +142,7 @@ def planning_actor(policy: PolicyNet, guess: Guess, prior_weight: float, end_pri
             return int(considered[np.argmax(log_pi[considered])])
         return int(considered[np.argmin(costs[considered] / world.config.node_spacing
                                         - prior_weight * log_pi[considered])])
-    return act
+    return greedy_on_return(act)
 
 
 def planner_actor(policy: PolicyNet, planner: Planner) -> Actor:

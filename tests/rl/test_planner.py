@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import rl.planner as planner_module
-from env.baselines import greedy
+from env.baselines import greedy, greedy_on_return
 from env.lookahead import (far_unknown_price, guessed_lookahead, imagined_costs, imagined_costs_of_valid, revealed_within,
                            within_steps)
 from env.observation import ACTION_MASK
@@ -232,4 +232,6 @@ def test_back_where_it_chose_with_nothing_new_seen_the_planner_takes_greedys_mov
     monkeypatch.setattr(planner_module, "imagined_costs_of_valid", back_is_cheapest)
     assert play(lookahead_alone) == (False, 0)  # it goes round until the step limit
     explored, fallbacks = play(planning_actor(policy, lambda world: None, 0.0))
+    assert explored and fallbacks >= 1
+    explored, fallbacks = play(greedy_on_return(lookahead_alone))  # the rule alone, as bench.predicted_lookahead's
     assert explored and fallbacks >= 1
