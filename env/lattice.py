@@ -177,28 +177,40 @@ def _box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.n
     return low.min(axis=-2), high.max(axis=-2)
 
 
-def _box_cells(lattice_rc: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """[n, C, 2] candidate cells around each lattice point, nearest first (Euclidean; ties to the
-    lower row, then column), and [n, C] whether each lies in the point's own box: the order in
-    which a site is looked for."""
-    span = np.arange(-spacing - (spacing - 1) // 2, spacing + spacing // 2 + 1)  # an edge box's reach
+@lru_cache(maxsize=64)
+def _search_offsets(spacing: int) -> np.ndarray:
+    """[C, 2] (row, col) offsets from a lattice point to the cells its box may hold (an edge box's
+    reach), nearest first (Euclidean; ties to the lower row, then column)."""
+    span = np.arange(-spacing - (spacing - 1) // 2, spacing + spacing // 2 + 1)
     dr, dc = np.meshgrid(span, span, indexing="ij")
     offsets = np.stack([dr.ravel(), dc.ravel()], axis=1)
     offsets = offsets[np.lexsort((offsets[:, 1], offsets[:, 0], (offsets**2).sum(axis=1)))]
-    cells = lattice_rc[:, None, :] + offsets
+    offsets.flags.writeable = False
+    return offsets
+
+
+def _box_cells(lattice_rc: np.ndarray, spacing: int, shape: tuple[int, int]
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[n, C] rows and [n, C] columns of the candidate cells around each lattice point, nearest
+    first (``_search_offsets``), and [n, C] whether each lies in the point's own box: the order
+    in which a site is looked for."""
+    offsets = _search_offsets(spacing)
+    rows, cols = lattice_rc[:, 0, None] + offsets[:, 0], lattice_rc[:, 1, None] + offsets[:, 1]
     low, high = _own_box(lattice_rc, spacing, shape)
-    inside = ((cells >= low[:, None]) & (cells <= high[:, None])).all(axis=2)
-    return cells, inside
+    inside = ((rows >= low[:, 0, None]) & (rows <= high[:, 0, None])
+              & (cols >= low[:, 1, None]) & (cols <= high[:, 1, None]))
+    return rows, cols, inside
 
 
 def _sites(occupied: np.ndarray, lattice_rc: np.ndarray, spacing: int) -> tuple[np.ndarray, np.ndarray]:
     """Each lattice point's site (the free cell of its box nearest to it) and whether it has one."""
-    cells, inside = _box_cells(lattice_rc, spacing, occupied.shape)
+    rows, cols, inside = _box_cells(lattice_rc, spacing, occupied.shape)
     height, width = occupied.shape
-    free = inside & ~occupied[np.clip(cells[..., 0], 0, height - 1), np.clip(cells[..., 1], 0, width - 1)]
+    free = inside & ~occupied[np.clip(rows, 0, height - 1), np.clip(cols, 0, width - 1)]
     has_site = free.any(axis=1)
-    first = free.argmax(axis=1)
-    site_rc = np.where(has_site[:, None], cells[np.arange(len(cells)), first], lattice_rc)
+    first = free.argmax(axis=1)[:, None]
+    found = np.concatenate([np.take_along_axis(rows, first, 1), np.take_along_axis(cols, first, 1)], axis=1)
+    site_rc = np.where(has_site[:, None], found, lattice_rc)
     return site_rc, has_site
 
 
@@ -208,10 +220,10 @@ def cells_before_sites(lattice_rc: np.ndarray, site_rc: np.ndarray, spacing: int
     site in the search order: occupied, for the site is the first free cell. Knowing a node's
     position therefore tells these cells, which a map guessed around the graph must respect
     (``GridExploreEnv.imagined_world_copy``)."""
-    cells, inside = _box_cells(lattice_rc, spacing, shape)
-    at_site = (cells == site_rc[:, None]).all(axis=2)
+    rows, cols, inside = _box_cells(lattice_rc, spacing, shape)
+    at_site = (rows == site_rc[:, 0, None]) & (cols == site_rc[:, 1, None])
     before = inside & (np.cumsum(at_site, axis=1) == 0)
-    return cells[before]
+    return np.stack([rows[before], cols[before]], axis=1)
 
 
 @lru_cache(maxsize=1024)
