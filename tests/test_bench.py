@@ -21,7 +21,8 @@ import torch
 
 from bench import (attention_speed, best_move, collector_speed, contention, device_parity, encoder_vs_torch, env_speed,
                    forward_groups,
-                   headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets, train_speed, update_split)
+                   headroom, imitation_fit, neighbour_crossover, padding_trim, planner_speed, size_buckets, train_speed,
+                   update_split)
 from tests.helpers import ROOT, SMOKE
 from tests.map_folders import MAP_ORDER, write_maps
 
@@ -95,6 +96,26 @@ def test_best_move_refuses_bad_options_before_playing(argv, message, monkeypatch
     with pytest.raises(SystemExit):
         best_move.main()
     assert message in capsys.readouterr().err
+
+
+def test_planner_speed_times_each_part_of_the_planners_move(capsys):
+    """Every part's timer is wired to the function the planner calls (a timer around a name the
+    planner no longer calls would read 0), and the parts with the rest make up the whole move."""
+    assert planner_speed.main(["--episodes", "1", "--env", "map_size=16"]) == 0
+    out = capsys.readouterr().out
+    for policy in ("planner", "agent", "greedy"):
+        assert re.search(rf"^\| {policy} \| [\d.]+ \| [\d.]+ \| \d+ \|$", out, re.MULTILINE), out
+    parts = dict(re.findall(r"^\| (.+?) \| ([\d.]+) \| \d+% \|$", out, re.MULTILINE))
+    assert len(parts) == len(planner_speed.PARTS) + 1
+    assert all(float(parts[label]) > 0 for label in planner_speed.PARTS.values()), parts
+    shares = [int(share) for share in re.findall(r"\| (\d+)% \|$", out, re.MULTILINE)]
+    assert 97 <= sum(shares) <= 103  # each share rounded on its own
+
+
+def test_planner_speed_refuses_weights_without_a_planner(smoke_run, capsys):
+    with pytest.raises(SystemExit):
+        planner_speed.main(["--checkpoint", str(smoke_run)])
+    assert "carries no planner (python -m rl.pretrained --planner adds one)" in capsys.readouterr().err
 
 
 def test_make_bench_runs_only_benchmarks_that_exist():
