@@ -12,7 +12,8 @@ planner's move splits: the guess (the predictor), building the guessed world
 (``env.lookahead.lookahead_costs``), the agent's forward pass, and the rest (the real env's
 step, the choice). The parts are wall-clock timers around those functions, not a profiler, so
 they cost what they cost in an evaluation. Run it alone: on a shared 2-core VM whole-episode
-times move by 10-20% from run to run, so compare two versions by alternating them.
+times move by 10-20% from run to run, so compare two versions by alternating them. Ctrl-C stops
+it with no figures (exit code 130).
 """
 from __future__ import annotations
 
@@ -95,16 +96,21 @@ def main(argv: list[str] | None = None) -> int:
 
     parts: dict[str, list[float]] = {part: [] for part in PARTS}
     guess = timed(predicted_guess(planner.predictor, opening=planner.opening), parts["guess"])
-    with ExitStack() as stack:
-        stack.enter_context(timing(GridExploreEnv, "imagined_world_copy", parts["world"]))
-        stack.enter_context(timing(env.lookahead, "lookahead_costs", parts["play-outs"]))
-        stack.enter_context(timing(rl.planner, "forward_each", parts["policy"]))
-        planner_timing = seconds_and_moves(planning_actor(policy, guess, planner.prior_weight), env_config,
-                                           args.episodes, args.seed, args.first_episode,
-                                           after_warm_up=lambda: [seconds.clear() for seconds in parts.values()])
-    timings = {PLANNER: planner_timing,
-               AGENT: seconds_and_moves(argmax_actor(policy), env_config, args.episodes, args.seed, args.first_episode),
-               "greedy": seconds_and_moves(greedy, env_config, args.episodes, args.seed, args.first_episode)}
+    try:
+        with ExitStack() as stack:
+            stack.enter_context(timing(GridExploreEnv, "imagined_world_copy", parts["world"]))
+            stack.enter_context(timing(env.lookahead, "lookahead_costs", parts["play-outs"]))
+            stack.enter_context(timing(rl.planner, "forward_each", parts["policy"]))
+            planner_timing = seconds_and_moves(planning_actor(policy, guess, planner.prior_weight), env_config,
+                                               args.episodes, args.seed, args.first_episode,
+                                               after_warm_up=lambda: [seconds.clear() for seconds in parts.values()])
+        timings = {PLANNER: planner_timing,
+                   AGENT: seconds_and_moves(argmax_actor(policy), env_config, args.episodes, args.seed,
+                                            args.first_episode),
+                   "greedy": seconds_and_moves(greedy, env_config, args.episodes, args.seed, args.first_episode)}
+    except KeyboardInterrupt:
+        print("planner_speed: stopped before its policies were timed; no figures", file=sys.stderr)
+        return 130
     planner_seconds, planner_moves = planner_timing
 
     print(f"{args.checkpoint} on {args.episodes} map(s) from episode {args.first_episode} (seed {args.seed}), "

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import env.lookahead
 import rl.imitation as imitation
+import rl.planner
 from env.grid_explore import GridExploreEnv
 from env.lookahead import travel_after
 from env.observation import ACTION_MASK
@@ -110,6 +112,20 @@ def test_planner_speed_times_each_part_of_the_planners_move(capsys):
     assert all(float(parts[label]) > 0 for label in planner_speed.PARTS.values()), parts
     shares = [int(share) for share in re.findall(r"\| (\d+)% \|$", out, re.MULTILINE)]
     assert 97 <= sum(shares) <= 103  # each share rounded on its own
+
+
+def test_a_stopped_planner_speed_prints_no_figures_and_puts_every_function_back(monkeypatch, capsys):
+    patched = (GridExploreEnv.imagined_world_copy, env.lookahead.lookahead_costs, rl.planner.forward_each)
+
+    def interrupted(*args, **kwargs):
+        assert GridExploreEnv.imagined_world_copy is not patched[0]  # timed while the planner plays
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(planner_speed, "seconds_and_moves", interrupted)
+    assert planner_speed.main(["--episodes", "1", "--env", "map_size=16"]) == 130
+    out, err = capsys.readouterr()
+    assert "stopped before its policies were timed; no figures" in err and "| planner |" not in out
+    assert (GridExploreEnv.imagined_world_copy, env.lookahead.lookahead_costs, rl.planner.forward_each) == patched
 
 
 def test_planner_speed_refuses_weights_without_a_planner(smoke_run, capsys):
