@@ -29,9 +29,9 @@ import torch
 import env.lookahead
 import rl.planner
 from bench.train_speed import timed
+from config import EnvConfig
 from env.baselines import greedy
 from env.grid_explore import GridExploreEnv
-from config import EnvConfig
 from rl.checkpoint import CheckpointError
 from rl.envs import with_env_overrides
 from rl.evaluation import AGENT, absent_map_dir_note, argmax_actor, evaluate_actors, load_policy
@@ -95,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
 
     parts: dict[str, list[float]] = {part: [] for part in PARTS}
+
+    def forget_the_warm_up() -> None:
+        for seconds in parts.values():
+            seconds.clear()
+
     guess = timed(predicted_guess(planner.predictor, opening=planner.opening), parts["guess"])
     try:
         with ExitStack() as stack:
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             stack.enter_context(timing(rl.planner, "forward_each", parts["policy"]))
             planner_timing = seconds_and_moves(planning_actor(policy, guess, planner.prior_weight), env_config,
                                                args.episodes, args.seed, args.first_episode,
-                                               after_warm_up=lambda: [seconds.clear() for seconds in parts.values()])
+                                               after_warm_up=forget_the_warm_up)
         timings = {PLANNER: planner_timing,
                    AGENT: seconds_and_moves(argmax_actor(policy), env_config, args.episodes, args.seed,
                                             args.first_episode),
