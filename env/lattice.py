@@ -18,6 +18,8 @@ with neither has no edge, ever.
 
 Everything here depends on the true map only; the graph (:mod:`env.graph`) lets an edge exist
 once every cell of its route is *known* free, so the robot never moves through unknown space.
+The bent routes found are kept per box (``bent_routes``), for the next lattice built over the
+same cells.
 """
 from __future__ import annotations
 
@@ -134,11 +136,10 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
                 batches.append((group[clear], step, flat(cells[clear]), flat(site_rc[group[clear], None] + centre),
                                 np.full(int(clear.sum()), length)))
             bent += [(p, step, int(candidate[p, step])) for p in group[~clear].tolist()]
-    if bent:  # walls between the two sites: the shortest path around, all such pairs at once
+    if bent:  # walls between the two sites: the shortest path around
         ends = np.array([(p, q) for p, _, q in bent])
-        field = PathField(occupied, site_rc[ends[:, 0]], *_box(lattice_rc[ends], spacing, occupied.shape))
-        for i, (p, step, q) in enumerate(bent):
-            route = field.route(i, tuple(site_rc[q]))
+        for (p, step, _), route in zip(bent, bent_routes(occupied, site_rc[ends], *_box(lattice_rc[ends], spacing,
+                                                                                        occupied.shape))):
             if route is not None:
                 batches.append((np.array([p]), step, flat(route[0])[None], flat(route[1])[None], np.array([route[2]])))
 
@@ -159,6 +160,39 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
     start_lattice = start[0] // spacing * len(cols) + start[1] // spacing
     return LatticeGeometry(occupied, (len(rows), len(cols)), lattice_rc, spacing, start_lattice, site_rc,
                            has_site, site_flat, candidate, neighbor, route_check, lengths, sweeps)
+
+
+_BENT_ROUTES: dict[tuple, tuple | None] = {}
+"""Routes ``bent_routes`` has found, keyed by all that one depends on: its two ends and the cells
+of the box it is searched in. A planner builds a lattice of a guessed world at every move
+(``GridExploreEnv.imagined_world_copy``), and most boxes are as they were the move before."""
+BENT_ROUTES_KEPT = 4096
+"""How many routes ``_BENT_ROUTES`` keeps; past that the oldest go first."""
+
+
+def bent_routes(occupied: np.ndarray, ends: np.ndarray, low: np.ndarray, high: np.ndarray) -> list[tuple | None]:
+    """For each pair of cells ``ends`` [P, 2, 2], the ``PathField.route`` from the first to the
+    second inside the box ``low`` - ``high`` [P, 2] (inclusive corners) over the free cells of
+    ``occupied``, or None where there is none. Routes found before in the same cells come from
+    ``_BENT_ROUTES``; the others are searched together, in one ``PathField``."""
+    low, high = np.minimum(low, ends[:, 0]), np.maximum(high, ends[:, 0])  # as PathField grows a box
+    keys = [(first, second, box_low, box_high,
+             occupied[box_low[0] : box_high[0] + 1, box_low[1] : box_high[1] + 1].tobytes())
+            for first, second, box_low, box_high in zip(map(tuple, ends[:, 0].tolist()), map(tuple, ends[:, 1].tolist()),
+                                                        map(tuple, low.tolist()), map(tuple, high.tolist()))]
+    missing = [i for i, key in enumerate(keys) if key not in _BENT_ROUTES]
+    if missing:
+        field = PathField(occupied, ends[missing, 0], low[missing], high[missing])
+        for j, i in enumerate(missing):
+            route = field.route(j, keys[i][1])
+            if route is not None:
+                for array in route[:2]:
+                    array.flags.writeable = False
+            _BENT_ROUTES[keys[i]] = route
+    routes = [_BENT_ROUTES[key] for key in keys]
+    while len(_BENT_ROUTES) > BENT_ROUTES_KEPT:
+        del _BENT_ROUTES[next(iter(_BENT_ROUTES))]
+    return routes
 
 
 def _own_box(points: np.ndarray, spacing: int, shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+import env.lattice as lattice_module
 from env.baselines import nearest_frontier
 from env.grid_explore import GridExploreEnv
 from env.lattice import LATTICE_STEPS, build_lattice, cells_before_sites, opposite
@@ -170,3 +171,40 @@ def test_every_cell_lies_in_exactly_one_box():
         low, high = lattice.box_pairs(np.array([[point, point]]))
         count[low[0, 0] : high[0, 0] + 1, low[0, 1] : high[0, 1] + 1] += 1
     assert (count == 1).all()
+
+
+def _lattice_fields(lattice) -> tuple:
+    """Everything a built lattice holds, comparable with ``==``."""
+    arrays = tuple(getattr(lattice, name).tobytes() for name in ("site_rc", "has_site", "neighbor", "route_check",
+                                                                   "route_length"))
+    return arrays + tuple((key, cells.tobytes()) for key, cells in sorted(lattice.sweeps.items()))
+
+
+def test_bent_routes_remembered_from_other_maps_are_the_ones_a_fresh_search_finds(monkeypatch):
+    """A planner builds a lattice of each world it guesses, and most boxes are as they were: the
+    bent routes are kept per box. A wall flipped anywhere must give the lattice a first build of
+    that map gives; and kept to fewer routes than one build finds, the keeping drops the oldest
+    and the build is still the same."""
+    env = GridExploreEnv(map_family="rooms", map_size=32)
+    env.reset(seed=4)
+    occupied, start = env.grid_map.occupied, env.grid_map.start
+    build = lambda grid: build_lattice(grid, start, spacing=4, n_steps=8, pad=3)  # noqa: E731
+    first = build(occupied)
+    rng, rerouted = np.random.default_rng(0), 0
+    for _ in range(40):  # each build finds most of its routes kept from the builds before
+        flipped = occupied.copy()
+        row, col = rng.integers(1, 31, size=2)
+        if (row, col) != start:
+            flipped[row, col] = ~flipped[row, col]
+        remembered = _lattice_fields(build(flipped))
+        kept = dict(lattice_module._BENT_ROUTES)
+        lattice_module._BENT_ROUTES.clear()
+        fresh = build(flipped)
+        assert remembered == _lattice_fields(fresh)
+        lattice_module._BENT_ROUTES.update(kept)
+        rerouted += not np.array_equal(fresh.route_length, first.route_length)
+    assert rerouted >= 5  # the flips changed routes, so a stale route would have shown
+    monkeypatch.setattr(lattice_module, "BENT_ROUTES_KEPT", 10)  # one build finds over a hundred
+    lattice_module._BENT_ROUTES.clear()
+    assert _lattice_fields(build(occupied)) == _lattice_fields(first)
+    assert len(lattice_module._BENT_ROUTES) == 10
