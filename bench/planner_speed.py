@@ -20,15 +20,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, ExitStack
+from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 import torch
 
 import env.lookahead
 import rl.planner
-from bench.train_speed import timed
+from bench.train_speed import timed, timing
 from config import EnvConfig
 from env.baselines import greedy
 from env.grid_explore import GridExploreEnv
@@ -44,18 +44,6 @@ PARTS = {
     "play-outs": "greedy's play-outs in it",
     "policy": "the agent's forward pass",
 }
-
-
-@contextmanager
-def timing(owner: object, name: str, seconds: list[float]) -> Iterator[None]:
-    """``owner.name`` replaced, while the block runs, by a version adding each call's wall seconds
-    to ``seconds``."""
-    original = getattr(owner, name)
-    setattr(owner, name, timed(original, seconds))
-    try:
-        yield
-    finally:
-        setattr(owner, name, original)
 
 
 def seconds_and_moves(actor: Callable, env_config: EnvConfig, episodes: int, seed: int, first_episode: int,

@@ -17,8 +17,9 @@ import argparse
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
 
 import rl.trainer
 from config import load_config
@@ -36,6 +37,17 @@ def timed(function: Callable, seconds: list[float]) -> Callable:
     return wrapped
 
 
+@contextmanager
+def timing(owner: object, name: str, seconds: list[float]) -> Iterator[None]:
+    """``owner.name`` replaced, while the block runs, by ``timed`` of it (the original put back after)."""
+    original = getattr(owner, name)
+    setattr(owner, name, timed(original, seconds))
+    try:
+        yield
+    finally:
+        setattr(owner, name, original)
+
+
 def time_updates(config_path: str, overrides: list[str], updates: int, run_dir: Path) -> tuple[float, float, int]:
     """(collection s, update s) per update, median over updates 2..``updates``, and the batch size."""
     batch = load_config(config_path, overrides).batch_size
@@ -45,12 +57,8 @@ def time_updates(config_path: str, overrides: list[str], updates: int, run_dir: 
     update_s: list[float] = []
     trainer = Trainer.create(config, run_dir)
     trainer.collector.collect = timed(trainer.collector.collect, collect_s)
-    original = rl.trainer.ppo_update
-    rl.trainer.ppo_update = timed(original, update_s)
-    try:
+    with timing(rl.trainer, "ppo_update", update_s):
         trainer.train(progress=False)
-    finally:
-        rl.trainer.ppo_update = original
     return statistics.median(collect_s[1:]), statistics.median(update_s[1:]), batch
 
 
