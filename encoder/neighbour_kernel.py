@@ -31,7 +31,8 @@ SOURCE = Path(__file__).with_name(f"{NAME}.cpp")
 VECTOR_FLAGS = ["-mavx2", "-mfma"]
 """Where torch found AVX2 on this CPU (``torch.backends.cpu.get_cpu_capability()``): 8 floats per
 instruction instead of SSE2's 4, and fused multiply-adds. The backward ran 1.5x as fast with them
-on the dev VM; ``-march=native`` (AVX-512 there) was slower than these two."""
+on the dev VM; ``-march=native`` (AVX-512 there) was slower than these two, and so were AVX-512
+builds on an Intel Xeon with AVX-512 (docs/performance.md, "An Intel VM with AMX")."""
 
 
 def has_avx2() -> bool:
