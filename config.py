@@ -154,7 +154,7 @@ class PPOConfig:
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with
-    bf16 instructions (AVX-512 BF16, AMX; docs/performance.md), but four default runs trained with
+    bf16 instructions (AVX-512 BF16, AMX; docs/performance.md), but five default runs trained with
     it travel about 1% longer per map than float32's five (docs/results.md section 1); the
     weights, Adam, the logits and the losses stay float32. Collection and evaluation always run float32: one observation at a
     time, bf16 is slower on the CPU. On a GPU float32 was faster (an H200; docs/performance.md)."""
