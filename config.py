@@ -76,9 +76,9 @@ class EnvConfig:
     """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""
     vector: Literal["sync", "async", "ray"] = "async"
     """``sync``: gymnasium's SyncVectorEnv (one process); ``async``: two AsyncVectorEnvs (one process
-    per env; each half whole ``forward_group``s, one part if there is one group) stepped in turns,
-    so one half's envs step while the policy acts for the other (1.3x faster to collect on 2
-    cores); or ``ray``:
+    per env; each half whole ``forward_group``s, one part if there is one group), so one half's
+    envs step while the policy acts for the other, whichever half has answered first going next
+    (1.3x faster to collect on 2 cores than ``sync``); or ``ray``:
     ``workers`` Ray actors, each stepping a contiguous slice of the envs with a CPU copy of the
     policy (``docs/scaling.md``). The rollout is the same whichever is chosen."""
     workers: int = 1

@@ -1,9 +1,9 @@
 """Collectors: (policy weights, envs) -> a ``Rollout`` of ``num_steps`` steps from every env.
 
 The seam the training loop collects through. ``VectorEnvCollector`` steps a gymnasium vector env
-in this process; ``InterleavedCollector`` (``env.vector: async``) steps two halves of the envs
-in turns, each half's forward passes running while the other half's envs step in their
-processes. These are the in-process collectors; ``rl.cluster.collector.RayCollector``, built on
+in this process; ``InterleavedCollector`` (``env.vector: async``) steps two halves of the envs,
+each half's forward passes running while the other half's envs step in their processes, and
+whichever half's envs have answered going next. These are the in-process collectors; ``rl.cluster.collector.RayCollector``, built on
 ``VectorEnvCollector``, gives slices of the envs to Ray actors, and ``rl.collection`` picks one
 of the three by ``env.vector``. Two things make a rollout independent of how the envs are
 split into whole forward groups (``env.forward_group``): env ``i`` is seeded by its global index
@@ -13,7 +13,7 @@ split into whole forward groups (``env.forward_group``): env ``i`` is seeded by 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from itertools import zip_longest
+from multiprocessing.connection import Connection, wait
 from typing import Protocol
 
 import torch
@@ -118,6 +118,14 @@ class VectorEnvCollector:
     def progress(self) -> EpisodeProgress:
         return self._progress
 
+    def unanswered_pipes(self) -> list[Connection]:
+        """While ``steps`` is paused after sending the actions: the pipes of the env processes
+        that have not sent their step back yet. Empty once all have (``steps`` then resumes
+        without waiting), and always for a sync vector env, which steps after the pause."""
+        if not isinstance(self.envs, AsyncVectorEnv):
+            return []
+        return [pipe for pipe in self.envs.parent_pipes if not pipe.poll()]
+
     def close(self) -> None:
         self.envs.close()
 
@@ -135,17 +143,41 @@ def group_slices(n: int, group: int, parts: int) -> list[range]:
     return [range(s.start * group, min(s.stop * group, n)) for s in contiguous_slices(-(-n // group), parts)]
 
 
+def resumed(steps: Iterator[None]) -> bool:
+    """Run a ``VectorEnvCollector.steps`` to its next pause; False if it finished instead."""
+    try:
+        next(steps)
+    except StopIteration:
+        return False
+    return True
+
+
+Running = tuple[VectorEnvCollector, Iterator[None]]
+
+
+def first_answered(running: list[Running]) -> Running:
+    """The first (collector, its paused ``steps``) pair of ``running`` whose envs have all sent
+    their step back, waiting for the pipes until one has."""
+    while True:
+        unanswered = [part.unanswered_pipes() for part, _ in running]  # read once: envs answer meanwhile
+        for pair, pipes in zip(running, unanswered):
+            if not pipes:
+                return pair
+        wait([pipe for pipes in unanswered for pipe in pipes])  # until one more env answers
+
+
 class InterleavedCollector:
     """``env.vector: async``: the envs in two halves, each an async vector env (one process per
-    env), stepped in turns::
+    env), each stepped again as soon as all its envs have answered::
 
         half A: forward passes -> send actions        ... receive results -> forward passes -> ...
         half B:                   forward passes -> send actions        ... receive results -> ...
 
     While one half's envs step (and play greedy out for W) in their processes, this process runs
-    the other half's forward passes, so both keep the cores busy. Each half holds whole forward
-    groups and each env samples with its own seeds, so the rollout is the one ``sync`` collects,
-    bit for bit.
+    the other half's forward passes, so both keep the cores busy. The halves are not held in
+    turns: while one waits for a slow env (a reset, or W played out again), the other may take
+    several steps. Each half holds whole forward groups and each env samples with its own seeds,
+    so the rollout is the one ``sync`` collects, bit for bit, in whatever order the halves go.
     """
 
     def __init__(self, config: Config, progress: EpisodeProgress | None = None, halves: int = 2):
@@ -163,8 +195,13 @@ class InterleavedCollector:
     def collect(self, policy: nn.Module) -> Rollout:
         rollouts = [Rollout(part.num_steps, len(part.env_indices)) for part in self.parts]
         with one_torch_thread():
-            for _ in zip_longest(*(part.steps(policy, r) for part, r in zip(self.parts, rollouts))):
-                pass  # each half in turn: its forward passes, then it leaves its envs stepping
+            started = [(part, part.steps(policy, rollout)) for part, rollout in zip(self.parts, rollouts)]
+            running = [pair for pair in started if resumed(pair[1])]  # each half's first forward passes
+            while running:
+                pair = first_answered(running)
+                running.remove(pair)
+                if resumed(pair[1]):  # its results received, its next actions sent
+                    running.append(pair)  # behind the others: of two halves answered, the one waiting longer goes first
         return Rollout.join(rollouts)
 
     def progress(self) -> EpisodeProgress:

@@ -1,5 +1,8 @@
 """Collectors: a rollout does not depend on how the envs are split, and actions follow the policy."""
 import dataclasses
+import threading
+import time
+from multiprocessing import Pipe
 
 import numpy as np
 import pytest
@@ -7,6 +10,7 @@ import torch
 
 import graph_batch
 import rl.collector
+import rl.envs
 from graph_batch import consecutive_groups, forward_each, forward_groups, forward_observations
 from policy import PolicyNet
 from rl.buffer import Rollout
@@ -165,6 +169,63 @@ def test_interleaved_halves_collect_the_sync_rollout_and_resume_from_their_place
     assert any(r.truncated.any() for r in whole)  # autoresets were crossed
     interleaved.close()
     resumed.close()
+
+
+class PipesOnly:
+    """A stand-in for a paused ``VectorEnvCollector``: just the pipes its envs answer on."""
+
+    def __init__(self, n_envs):
+        self.ends = [Pipe() for _ in range(n_envs)]  # (ours, the env's)
+
+    def unanswered_pipes(self):
+        return [ours for ours, _ in self.ends if not ours.poll()]
+
+    def answer(self, env):
+        self.ends[env][1].send("step")
+
+
+def test_the_first_half_whose_envs_have_all_answered_goes_next():
+    a, b = PipesOnly(2), PipesOnly(2)
+    running = [(a, "steps of a"), (b, "steps of b")]
+    a.answer(0)
+    b.answer(0)
+    b.answer(1)
+    assert rl.collector.first_answered(running) == (b, "steps of b")  # a still waits for its env 1
+    threading.Timer(0.2, a.answer, (1,)).start()
+    started = time.perf_counter()
+    assert rl.collector.first_answered(running[:1]) == (a, "steps of a")  # waits for the pipe
+    assert time.perf_counter() - started >= 0.15
+
+
+def test_a_half_waiting_for_a_slow_env_does_not_hold_the_other_back(tmp_path, monkeypatch):
+    slow_step = rl.envs.SeededEpisodes.step
+
+    def env_0_slow_at_first(self, action):
+        if self.env_index == 0 and self.env.unwrapped.steps == 0:
+            time.sleep(0.5)  # as a reset or a new greedy play-out for W might take
+        return slow_step(self, action)
+
+    # Forked env processes take the patched step along (under Ray they would be spawned).
+    monkeypatch.setattr(rl.envs, "env_start_method", lambda: "fork")
+    monkeypatch.setattr(rl.envs.SeededEpisodes, "step", env_0_slow_at_first, raising=False)
+    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", "env.vector=async")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    collector = make_collector(config)
+    order, first_answered = [], rl.collector.first_answered
+
+    def record(running):
+        pair = first_answered(running)
+        order.append(collector.parts.index(pair[0]))
+        return pair
+
+    monkeypatch.setattr(rl.collector, "first_answered", record)
+    rollout = collector.collect(policy)
+    collector.close()
+    assert order.count(1) == order.count(0) == config.ppo.num_steps  # every step of each half received
+    assert order[:2] == [1, 1]  # envs 0-1 (half 0) still stepping: half 1 went on alone
+    whole, _ = collect_split(config, policy, [3], rollouts=1)
+    assert_same_rollout(rollout, whole[0])
 
 
 def test_an_async_vector_env_collects_the_sync_rollout(tmp_path):
