@@ -3,12 +3,13 @@
 The seam the training loop collects through. ``VectorEnvCollector`` steps a gymnasium vector env
 in this process; ``InterleavedCollector`` (``env.vector: async``) steps two halves of the envs,
 each half's forward passes running while the other half's envs step in their processes, and
-whichever half's envs have answered going next. These are the in-process collectors; ``rl.cluster.collector.RayCollector``, built on
-``VectorEnvCollector``, gives slices of the envs to Ray actors, and ``rl.collection`` picks one
-of the three by ``env.vector``. Two things make a rollout independent of how the envs are
-split into whole forward groups (``env.forward_group``): env ``i`` is seeded by its global index
-(``rl.envs.SeededEpisodes``), and its action is sampled from its group's forward pass
-(``graph_batch.forward_groups``) with a seed drawn from where it is (``rl.seeding.action_seed``).
+whichever half's envs have answered going next. These are the in-process collectors;
+``rl.cluster.collector.RayCollector``, built on ``VectorEnvCollector``, gives slices of the envs
+to Ray actors, and ``rl.collection`` picks one of the three by ``env.vector``. Two things make a
+rollout independent of how the envs are split into whole forward groups (``env.forward_group``):
+env ``i`` is seeded by its global index (``rl.envs.SeededEpisodes``), and its action is sampled
+from its group's forward pass (``graph_batch.forward_groups``) with a seed drawn from where it is
+(``rl.seeding.action_seed``).
 """
 from __future__ import annotations
 
@@ -201,7 +202,7 @@ class InterleavedCollector:
                 pair = first_answered(running)
                 running.remove(pair)
                 if resumed(pair[1]):  # its results received, its next actions sent
-                    running.append(pair)  # behind the others: of two halves answered, the one waiting longer goes first
+                    running.append(pair)  # last: of two halves answered, the one waiting longer goes first
         return Rollout.join(rollouts)
 
     def progress(self) -> EpisodeProgress:
