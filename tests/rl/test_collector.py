@@ -198,12 +198,12 @@ def test_the_first_half_whose_envs_have_all_answered_goes_next():
 
 
 def test_a_half_waiting_for_a_slow_env_does_not_hold_the_other_back(tmp_path, monkeypatch):
-    slow_step = rl.envs.SeededEpisodes.step
+    original_step = rl.envs.SeededEpisodes.step
 
     def env_0_slow_at_first(self, action):
         if self.env_index == 0 and self.env.unwrapped.steps == 0:
             time.sleep(0.5)  # as a reset or a new greedy play-out for W might take
-        return slow_step(self, action)
+        return original_step(self, action)
 
     # Forked env processes take the patched step along (under Ray they would be spawned).
     monkeypatch.setattr(rl.envs, "env_start_method", lambda: "fork")
