@@ -4,7 +4,7 @@ import pytest
 from PIL import Image
 
 from env.grid_explore import GridExploreEnv
-from env.map_io import load_map
+from env.map_io import load_map, marker_pixels
 from env.maps import largest_free_component
 
 WALL, FLOOR, YELLOW = (127, 127, 127, 255), (195, 195, 194, 255), (255, 216, 0, 255)
@@ -76,3 +76,16 @@ def test_a_map_without_a_marker_starts_at_random_warning_once(tmp_path, name):
         starts = {start_of(env, seed) for seed in range(5)}
     assert len(record) == 1  # once per file and process
     assert len(starts) > 1 and all(largest_free_component(env.grid_map.occupied)[s] for s in starts)
+
+
+def test_marker_pixels_are_those_of_truncated_luminance_208():
+    # Random colours whose luminance is within 40 of the marker's, and the reference's own
+    # colours, against the luminance computed colour by colour in Python's exact integers.
+    rng = np.random.default_rng(0)
+    colours = np.concatenate([rng.integers(0, 256, (20_000, 3)), [YELLOW[:3], WALL[:3], FLOOR[:3], (208,) * 3]])
+    exact = [(2125 * r + 7154 * g + 721 * b) // 10_000 for r, g, b in colours.tolist()]
+    near = np.array([abs(lum - 208) <= 40 for lum in exact])
+    rgb = colours[near].astype(np.uint8)[None]  # [1, n, 3]
+    expected = [exact[i] == 208 for i in np.flatnonzero(near)]
+    assert sum(expected) > 50 and {207, 209} <= set(exact)  # hits, and misses just either side
+    assert marker_pixels(rgb)[0].tolist() == expected
