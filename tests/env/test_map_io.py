@@ -79,8 +79,8 @@ def test_a_map_without_a_marker_starts_at_random_warning_once(tmp_path, name):
 
 
 def test_marker_pixels_are_those_of_truncated_luminance_208():
-    # Random colours whose luminance is within 40 of the marker's, and the reference's own
-    # colours, against the luminance computed colour by colour in Python's exact integers.
+    # Random colours and the reference's, those whose luminance is within 40 of the marker's kept
+    # (its yellow, its floor, grey 208), against the luminance in Python's exact integers.
     rng = np.random.default_rng(0)
     colours = np.concatenate([rng.integers(0, 256, (20_000, 3)), [YELLOW[:3], WALL[:3], FLOOR[:3], (208,) * 3]])
     exact = [(2125 * r + 7154 * g + 721 * b) // 10_000 for r, g, b in colours.tolist()]
