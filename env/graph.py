@@ -33,6 +33,7 @@ from env.geometry import flat_index, map_cells, sight_table
 from env.lattice import LATTICE_STEPS, LatticeGeometry, PathField, hop_length, opposite
 from env.sensing import FREE
 from env.state_copy import copy_except
+from env.state_digest import feed
 
 
 class ViewpointGraph:
@@ -45,6 +46,30 @@ class ViewpointGraph:
     _FIXED_PER_MAP = frozenset({"geometry", "_sight_cells", "_sight_between"})
     """Read-only tables a copy shares: the lattice (``build_lattice`` freezes its arrays) and the
     sight lines (``env.geometry.sight_table``, cached and frozen)."""
+
+    _CONSTANT = frozenset({"height", "width", "stride", "pad", "spacing", "k", "n_max", "utility_range"})
+    """Sizes fixed for the map."""
+    _READ_BY_OBSERVATION_ONLY = frozenset({"visited"})
+    """What the observation reads and no move, reward or end of episode does."""
+    _FOLLOWS_FROM_NODES = frozenset({"node_of_lattice"})
+    """The inverse of ``lattice_of_node[:n_nodes]``, -1 elsewhere, as long as the largest id in it."""
+    _DIGESTED = frozenset({"n_nodes", "lattice_of_node", "node_rc", "utility", "edge_valid", "edge_undecided",
+                           "position_flat", "tail_check", "tails", "entries", "hop_length", "lattice_neighbor"})
+    """What ``digest`` feeds: every other attribute an episode changes."""
+
+    def digest(self, h) -> None:
+        """Feed the hash ``h`` (``env.state_digest``) ``_DIGESTED``: the nodes in their order of
+        discovery, their edges, approach and lookout nodes, the hops' lengths, the utilities.
+        The node tables only up to ``n_nodes``; the hop lengths and the neighbour table, as large
+        as the lattice, by a marker while they are still the lattice's own (only approach and
+        lookout nodes change them)."""
+        n = self.n_nodes
+        for value in (self.lattice_of_node[:n], self.node_rc[:n], self.utility[:n], self.edge_valid,
+                      self.edge_undecided, self.position_flat, self.tail_check, self.tails, self.entries):
+            feed(h, value)
+        for value, lattices in ((self.hop_length, self.geometry.route_length),
+                                (self.lattice_neighbor, self.geometry.lattice_neighbor)):
+            feed(h, None if np.array_equal(value, lattices) else value)
 
     def __deepcopy__(self, memo: dict) -> "ViewpointGraph":
         """An independent graph, its nodes, edges and utilities its own, sharing ``_FIXED_PER_MAP``:

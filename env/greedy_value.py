@@ -16,10 +16,15 @@ loses against greedy on this map.
 
 Greedy and the env are deterministic, so after greedy's first move W(s') is W(s) minus that
 move's reward: the wrapper keeps greedy's plan and plays a new one only when the robot leaves it.
+A new play-out often walks back into a state the old plan passes through (the same belief, node
+and graph: ``GridExploreEnv.state_key``); from there it would repeat the old plan move for move,
+so the wrapper takes the old plan's rest instead of playing it (``play_greedy_joining``). The
+plan, and so W, is the one a full play-out gives, only found sooner.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
@@ -51,39 +56,81 @@ def play_greedy(world: GridExploreEnv, max_moves: int) -> tuple[list[int], list[
     return actions, rewards, terminated
 
 
+@dataclass
+class GreedyPlan:
+    """Greedy's moves from a state to the end: ``actions`` and their ``rewards``, ``keys`` the
+    ``state_key`` before each move, and whether the plan ``ends`` the episode (terminated or
+    stuck) rather than stopping at its move limit, so that its rest is whole wherever it is joined."""
+    actions: list[int] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+    keys: list[bytes] = field(default_factory=list)
+    ends: bool = False
+
+    def advance(self) -> None:
+        """Drop the first move: the robot made it."""
+        del self.actions[0], self.rewards[0], self.keys[0]
+
+
+def play_greedy_joining(world: GridExploreEnv, max_moves: int, earlier: GreedyPlan) -> GreedyPlan:
+    """``play_greedy``'s moves and rewards from ``world`` (mutated), as a plan: played until the
+    state is one ``earlier`` passes through (a plan of the same episode that ``ends`` it), whose
+    rest then follows, cut at ``max_moves`` moves from here as ``play_greedy`` would be."""
+    joins = {key: i for i, key in enumerate(earlier.keys)} if earlier.ends else {}
+    plan = GreedyPlan()
+    while not world.episode_over and len(plan.actions) < max_moves:
+        key = world.state_key()
+        joined = joins.get(key)
+        if joined is not None:  # from here greedy repeats the earlier plan, move for move
+            plan.actions += earlier.actions[joined:]
+            plan.rewards += earlier.rewards[joined:]
+            plan.keys += earlier.keys[joined:]
+            plan.ends = len(plan.actions) <= max_moves
+            del plan.actions[max_moves:], plan.rewards[max_moves:], plan.keys[max_moves:]
+            return plan
+        action = greedy_move(world)
+        reward, _ = world.play(action)
+        plan.actions.append(action)
+        plan.rewards.append(float(reward))
+        plan.keys.append(key)
+    plan.ends = world.episode_over
+    return plan
+
+
 class GreedyValue(gym.Wrapper):
     """Adds ``info["greedy_value"]``, W(s) of the state after each reset and step (module docstring).
 
     Greedy gets up to ``max_steps`` moves (the env's own limit) from every state; a state it
-    cannot finish from in that many is worth what greedy collected until then.
+    cannot finish from in that many is worth what greedy collected until then. Such a plan, cut
+    at its limit, is played anew after every step: its rest would be a move short.
     """
 
     def __init__(self, env: gym.Env):
         super().__init__(env)
-        self._actions: list[int] = []  # greedy's remaining plan from the current state
-        self._rewards: list[float] = []
+        self._plan = GreedyPlan()  # greedy's remaining plan from the current state
 
     @property
     def greedy_value(self) -> float:
         """W(s) of the current state."""
-        return math.fsum(self._rewards)
+        return math.fsum(self._plan.rewards)
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
+        self._plan = GreedyPlan()  # another episode: nothing of the last one's plan carries over
         self._replan()
         return obs, {**info, GREEDY_VALUE: self.greedy_value}
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
-        on_plan = self._actions and self._actions[0] == int(action) and self._rewards[0] == reward
+        plan = self._plan
+        on_plan = plan.actions and plan.actions[0] == int(action) and plan.rewards[0] == reward
         if terminated or info["stuck"]:  # nothing follows the end of exploration
-            self._actions, self._rewards = [], []
-        elif on_plan:  # the robot made greedy's move: the rest of the plan still holds
-            del self._actions[0], self._rewards[0]
+            self._plan = GreedyPlan(ends=True)
+        elif on_plan and plan.ends:  # the robot made greedy's move: the rest of the plan still holds
+            plan.advance()
         else:
             self._replan()
         return obs, reward, terminated, truncated, {**info, GREEDY_VALUE: self.greedy_value}
 
     def _replan(self) -> None:
         world: GridExploreEnv = self.env.unwrapped
-        self._actions, self._rewards, _ = play_greedy(world.lookahead_copy(), world.config.max_steps)
+        self._plan = play_greedy_joining(world.lookahead_copy(), world.config.max_steps, self._plan)

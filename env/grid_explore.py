@@ -22,6 +22,7 @@ from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHB
 from env.reward import step_reward
 from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
 from env.state_copy import copy_except
+from env.state_digest import feed, new_digest
 
 
 EXPLORED_COVERAGE = 0.99
@@ -216,6 +217,19 @@ class GridExploreEnv(gym.Env):
         twin.time_limit_ends_episode = False  # a lookahead plays to completion (W(s) of a cut-off state),
         twin.episode_over = self.episode_over and self._exhausted  # also from a state the time limit ended
         return twin
+
+    def state_key(self) -> bytes:
+        """A digest of all that this episode's moves, rewards and end depend on from here:
+        the belief, the robot's node and the graph (``ViewpointGraph.digest``). Not the step
+        count, the travel or the path so far, nor which nodes were visited: only the time limit
+        and the observation read those. Two states of one episode with equal keys play out alike
+        move for move (the map and its sweeps are the episode's own, so keys of two episodes say
+        nothing of each other); ``env.greedy_value.GreedyValue`` joins greedy's plans on it."""
+        h = new_digest()
+        feed(h, self.robot_node)
+        feed(h, self.belief)
+        self.graph.digest(h)
+        return h.digest()
 
     def _draw_map(self, map_index: int | None) -> tuple[GridMap, str, str | None]:
         """The episode's map, its family and its file's name (None for a procedural map)."""

@@ -1,6 +1,7 @@
 """W(s), greedy's return from each state on the true map (env/greedy_value.py), against greedy
 played out by hand in plain deep copies of the env."""
 import copy
+import math
 
 import gymnasium as gym
 import numpy as np
@@ -8,8 +9,9 @@ import pytest
 
 import env.greedy_value as greedy_value_module
 from env.baselines import greedy
-from env.greedy_value import GREEDY_VALUE, GreedyValue
+from env.greedy_value import GREEDY_VALUE, GreedyPlan, GreedyValue, play_greedy, play_greedy_joining
 from env.observation import ACTION_MASK
+from rl.seeding import eval_episode_seed
 from tests.helpers import greedy_return_by_hand
 
 
@@ -66,11 +68,11 @@ def test_another_move_than_greedys_changes_the_one_step_advantage():
 
 def test_greedy_plays_out_again_only_when_the_robot_leaves_its_plan(monkeypatch):
     calls = []
-    original = greedy_value_module.play_greedy
-    monkeypatch.setattr(greedy_value_module, "play_greedy", lambda *a: calls.append(1) or original(*a))
+    original = greedy_value_module.play_greedy_joining
+    monkeypatch.setattr(greedy_value_module, "play_greedy_joining", lambda *a: calls.append(1) or original(*a))
     env = make()
     obs, _ = env.reset(seed=1)
-    assert len(calls) == 1 and len(env._actions) > 4
+    assert len(calls) == 1 and len(env._plan.actions) > 4
     for _ in range(3):
         obs, *_ = env.step(greedy(obs, env.unwrapped))
     assert len(calls) == 1  # greedy's own moves: the plan holds
@@ -78,3 +80,71 @@ def test_greedy_plays_out_again_only_when_the_robot_leaves_its_plan(monkeypatch)
     off_plan = next(int(s) for s in valid if s != greedy(obs, env.unwrapped))
     env.step(off_plan)
     assert len(calls) == 2
+
+
+def floor(kind: str, seed: int, max_steps: int) -> tuple[GreedyValue, dict]:
+    """An env reset on a map whose graph takes approach nodes and lookouts, and its observation:
+    a held-out 16 x 16 map of ``tests/env/test_state_key.py``'s (``lookout``) or 32 x 32 caves."""
+    if kind == "lookout":
+        env = GreedyValue(gym.make("GridExplore-v0", map_size=16, max_steps=max_steps))
+        return env, env.reset(seed=eval_episode_seed(900007, seed))[0]
+    env = GreedyValue(gym.make("GridExplore-v0", map_size=32, map_family="caves", max_steps=max_steps))
+    return env, env.reset(seed=seed)[0]
+
+
+@pytest.mark.parametrize("kind, seed, max_steps", [("lookout", 10, 256), ("lookout", 288, 256),
+                                                   ("caves", 30, 200), ("caves", 31, 25)])
+def test_joined_plans_are_greedys_full_play_outs(kind, seed, max_steps, monkeypatch):
+    """Random moves, so a new plan nearly every step: after each step the kept plan is the one a
+    full play-out from that state gives, move for move. With room for whole plans, most of the
+    moves are joined, not played; with 25 steps on 32 x 32 caves most plans stop at their move
+    limit, and such a plan, not whole, is neither joined nor followed (either way a plan here
+    would come out short)."""
+    played, replans = [], []
+    greedy_move, joining = greedy_value_module.greedy_move, greedy_value_module.play_greedy_joining
+    monkeypatch.setattr(greedy_value_module, "greedy_move", lambda world: played.append(1) or greedy_move(world))
+    monkeypatch.setattr(greedy_value_module, "play_greedy_joining", lambda *a: replans.append(1) or joining(*a))
+    (env, obs), rng = floor(kind, seed, max_steps), np.random.default_rng(seed)
+    world = env.unwrapped
+    moves_played = moves_in_full = cut = 0
+    for step in range(100):
+        before, replanned = len(played), len(replans)
+        obs, _, terminated, truncated, info = env.step(int(rng.choice(np.flatnonzero(obs[ACTION_MASK]))))
+        moves_played += len(played) - before
+        actions, rewards, _ = play_greedy(world.lookahead_copy(), max_steps)
+        if len(replans) > replanned:
+            moves_in_full += len(actions)
+        assert env._plan.actions == actions and env._plan.rewards == rewards, step
+        assert info[GREEDY_VALUE] == math.fsum(rewards)
+        cut += len(actions) == max_steps
+        if terminated or truncated:
+            obs, info = env.reset(seed=step)
+    assert moves_in_full > 400
+    if max_steps > 25:
+        assert moves_played < 0.7 * moves_in_full and not cut
+    else:
+        assert cut > 50
+
+
+def test_a_plan_that_ends_is_joined_where_the_state_is_one_it_passes_through():
+    env, _ = floor("caves", 30, 200)
+    earlier = env._plan
+    assert earlier.ends and len(earlier.actions) > 10
+    world = env.unwrapped.lookahead_copy()
+    for action in earlier.actions[:3]:
+        world.play(action)
+    joined = play_greedy_joining(world.lookahead_copy(), 200, earlier)
+    assert joined.actions == earlier.actions[3:] and joined.rewards == earlier.rewards[3:]
+    assert joined.keys == earlier.keys[3:] and joined.ends
+    cut = play_greedy_joining(world.lookahead_copy(), 4, earlier)  # the same rest, cut at 4 moves
+    assert cut.actions == earlier.actions[3:7] and not cut.ends
+
+
+def test_a_plan_cut_at_its_move_limit_is_not_joined():
+    env, _ = floor("caves", 30, 200)
+    world = env.unwrapped
+    cut = play_greedy_joining(world.lookahead_copy(), 5, GreedyPlan())
+    assert len(cut.actions) == 5 and not cut.ends
+    again = play_greedy_joining(world.lookahead_copy(), 200, cut)  # its first state is this one
+    actions, rewards, _ = play_greedy(world.lookahead_copy(), 200)
+    assert again.actions == actions and again.rewards == rewards and len(actions) > 5
