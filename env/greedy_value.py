@@ -125,7 +125,7 @@ class GreedyValue(gym.Wrapper):
         on_plan = plan.actions and plan.actions[0] == int(action) and plan.rewards[0] == reward
         if terminated or info["stuck"]:  # nothing follows the end of exploration
             self._plan = GreedyPlan(ends=True)
-        elif on_plan and plan.ends:  # the robot made greedy's move: the rest of the plan still holds
+        elif on_plan and plan.ends:  # the robot made greedy's move: the rest of a whole plan still holds
             plan.advance()
         else:
             self._replan()

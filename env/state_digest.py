@@ -3,9 +3,9 @@
 A greedy play-out after the robot leaves greedy's plan often walks back into a state the old plan
 passes through; from there on both play out alike, and ``env.greedy_value.GreedyValue`` reuses the
 old plan's tail instead of playing it again. Telling that two states are the same means comparing
-everything a move's outcome depends on; its SHA-256 digest stands for the whole (a collision
-between two of an episode's states is not a risk worth a thought: 2**-128 at the least). SHA-256,
-because CPUs with the SHA extensions (these VMs') hash 1.6 GB/s with it, twice BLAKE2b's speed here.
+everything a move's outcome depends on; its SHA-256 digest stands for the whole (two different
+states share one with a probability of about 2**-256). SHA-256, because CPUs with the SHA
+extensions (these VMs') hash 1.6 GB/s with it, twice BLAKE2b's speed here.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def new_digest() -> "hashlib._Hash":
 
 def feed(h: "hashlib._Hash", value: Any) -> None:
     """Feed ``value`` to ``h``: an array with its dtype and shape, a dict item by item in key
-    order, a number, a bool, a string or None by its ``repr``. Anything else is refused, so that
-    a new kind of state cannot slip past the digest unseen."""
+    order, a tuple item by item, a number, a bool, a string or None by its type and ``repr``.
+    Anything else is refused, so that a new kind of state cannot slip past the digest unseen."""
     if isinstance(value, np.ndarray):
         h.update(f"{value.dtype.str}{value.shape}".encode())
         h.update(np.ascontiguousarray(value).data)

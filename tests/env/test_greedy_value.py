@@ -82,7 +82,7 @@ def test_greedy_plays_out_again_only_when_the_robot_leaves_its_plan(monkeypatch)
     assert len(calls) == 2
 
 
-def floor(kind: str, seed: int, max_steps: int) -> tuple[GreedyValue, dict]:
+def reset_on(kind: str, seed: int, max_steps: int) -> tuple[GreedyValue, dict]:
     """An env reset on a map whose graph takes approach nodes and lookouts, and its observation:
     a held-out 16 x 16 map of ``tests/env/test_state_key.py``'s (``lookout``) or 32 x 32 caves."""
     if kind == "lookout":
@@ -104,7 +104,7 @@ def test_joined_plans_are_greedys_full_play_outs(kind, seed, max_steps, monkeypa
     greedy_move, joining = greedy_value_module.greedy_move, greedy_value_module.play_greedy_joining
     monkeypatch.setattr(greedy_value_module, "greedy_move", lambda world: played.append(1) or greedy_move(world))
     monkeypatch.setattr(greedy_value_module, "play_greedy_joining", lambda *a: replans.append(1) or joining(*a))
-    (env, obs), rng = floor(kind, seed, max_steps), np.random.default_rng(seed)
+    (env, obs), rng = reset_on(kind, seed, max_steps), np.random.default_rng(seed)
     world = env.unwrapped
     moves_played = moves_in_full = cut = 0
     for step in range(100):
@@ -126,13 +126,14 @@ def test_joined_plans_are_greedys_full_play_outs(kind, seed, max_steps, monkeypa
         assert cut > 50
 
 
-def test_a_plan_that_ends_is_joined_where_the_state_is_one_it_passes_through():
-    env, _ = floor("caves", 30, 200)
+def test_a_plan_that_ends_is_joined_where_the_state_is_one_it_passes_through(monkeypatch):
+    env, _ = reset_on("caves", 30, 200)
     earlier = env._plan
     assert earlier.ends and len(earlier.actions) > 10
     world = env.unwrapped.lookahead_copy()
     for action in earlier.actions[:3]:
         world.play(action)
+    monkeypatch.setattr(greedy_value_module, "greedy_move", None)  # joined at once: greedy never asked
     joined = play_greedy_joining(world.lookahead_copy(), 200, earlier)
     assert joined.actions == earlier.actions[3:] and joined.rewards == earlier.rewards[3:]
     assert joined.keys == earlier.keys[3:] and joined.ends
@@ -141,7 +142,7 @@ def test_a_plan_that_ends_is_joined_where_the_state_is_one_it_passes_through():
 
 
 def test_a_plan_cut_at_its_move_limit_is_not_joined():
-    env, _ = floor("caves", 30, 200)
+    env, _ = reset_on("caves", 30, 200)
     world = env.unwrapped
     cut = play_greedy_joining(world.lookahead_copy(), 5, GreedyPlan())
     assert len(cut.actions) == 5 and not cut.ends
