@@ -146,16 +146,19 @@ def _keep_largest_cave(occupied: np.ndarray, rng: np.random.Generator) -> GridMa
 
 
 def caves(height: int, width: int, rng: np.random.Generator, pitch: int) -> GridMap:
-    """Cellular-automaton caves: 42% random rock, smoothed by the 4-5 rule, largest cave kept."""
+    """Cellular-automaton caves: 42% random rock, smoothed by the 4-5 rule, largest cave kept;
+    drawn again where the smoothing left no free cell at all (it can, on small maps)."""
     del pitch  # caves have no block grid
-    occupied = rng.random((height, width)) < 0.42
-    for _ in range(4):
-        padded = np.pad(occupied, 1, constant_values=True)
-        rock_around = sum(np.roll(np.roll(padded, dr, 0), dc, 1)
-                          for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc)[1:-1, 1:-1]
-        occupied = np.where(occupied, rock_around >= 4, rock_around >= 5)
-        occupied |= _blank(height, width)
-    return _keep_largest_cave(occupied, rng)
+    while True:
+        occupied = rng.random((height, width)) < 0.42
+        for _ in range(4):
+            padded = np.pad(occupied, 1, constant_values=True)
+            rock_around = sum(np.roll(np.roll(padded, dr, 0), dc, 1)
+                              for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc)[1:-1, 1:-1]
+            occupied = np.where(occupied, rock_around >= 4, rock_around >= 5)
+            occupied |= _blank(height, width)
+        if not occupied.all():
+            return _keep_largest_cave(occupied, rng)
 
 
 def obstacles(height: int, width: int, rng: np.random.Generator, pitch: int) -> GridMap:
