@@ -57,8 +57,8 @@ def test_slots_priced_alone_are_played_out_alone_at_the_same_prices(monkeypatch)
     moves saves), each at the price it gets among all the others."""
     played = []
     travel_after = lookahead.travel_after
-    monkeypatch.setattr(lookahead, "travel_after", lambda w, slot, end_cost=None: played.append(slot) or
-                        travel_after(w, slot, end_cost))
+    monkeypatch.setattr(lookahead, "travel_after", lambda w, slot, *args: played.append(slot) or
+                        travel_after(w, slot, *args))
     guess, checked = revealed_within(3), 0
     for world, obs in greedy_states(1):
         valid = np.flatnonzero(obs[ACTION_MASK])
