@@ -88,8 +88,8 @@ def travel_after(world: GridExploreEnv, slot: int, end_cost: np.ndarray | None =
     With ``endings`` (shared by the slots of one state, ``lookahead_costs``), greedy plays until
     it reaches a state an earlier play-out passed through and that play-out's moves finish it,
     their travel added one by one as the play-out's own would be: the same C to the last bit,
-    with about half the moves played (the play-outs of a state's moves mostly meet;
-    docs/performance.md). This play-out's states are then added to ``endings``."""
+    with fewer moves played (about half on the floor plans, where the play-outs of a state's
+    moves mostly meet; docs/performance.md). This play-out's states are then added to ``endings``."""
     if endings is None:
         played, terminated = played_after(world, slot)
         end_cell = tuple(played.graph.node_rc[played.robot_node])
