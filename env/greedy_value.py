@@ -16,10 +16,10 @@ loses against greedy on this map.
 
 Greedy and the env are deterministic, so after greedy's first move W(s') is W(s) minus that
 move's reward: the wrapper keeps greedy's plan and plays a new one only when the robot leaves it.
-A new play-out often walks back into a state the old plan passes through (the same belief, node
-and graph: ``GridExploreEnv.state_key``); from there it would repeat the old plan move for move,
-so the wrapper takes the old plan's rest instead of playing it (``play_greedy_joining``). The
-plan, and so W, is the one a full play-out gives, only found sooner.
+A new play-out often walks into a state one of the episode's earlier plans passed through (the
+same belief, node and graph: ``GridExploreEnv.state_key``); from there it would repeat that plan
+move for move, so the wrapper takes that plan's rest instead of playing it
+(``play_greedy_joining``). The plan, and so W, is the one a full play-out gives, only found sooner.
 """
 from __future__ import annotations
 
@@ -71,16 +71,29 @@ class GreedyPlan:
         del self.actions[0], self.rewards[0], self.keys[0]
 
 
-def play_greedy_joining(world: GridExploreEnv, max_moves: int, earlier: GreedyPlan) -> GreedyPlan:
+PlanEndings = dict[bytes, tuple[GreedyPlan, int]]
+"""Every state the whole plans of an episode passed through (``state_key``): a copy of the plan
+and the index of the state's move in it. Any of them may be joined: equal keys, equal futures."""
+
+
+def remember(endings: PlanEndings, plan: GreedyPlan) -> None:
+    """Add the states of ``plan`` to ``endings`` if the plan ends the episode (a copy of it: the
+    plan itself shrinks as the robot follows it)."""
+    if plan.ends:
+        kept = GreedyPlan(list(plan.actions), list(plan.rewards), list(plan.keys), ends=True)
+        for i, key in enumerate(kept.keys):
+            endings.setdefault(key, (kept, i))
+
+
+def play_greedy_joining(world: GridExploreEnv, max_moves: int, endings: PlanEndings) -> GreedyPlan:
     """``play_greedy``'s moves and rewards from ``world`` (mutated), as a plan: played until the
-    state is one ``earlier`` passes through (a plan of the same episode that ``ends`` it), whose
+    state is one of ``endings`` (the states of whole plans of the same episode), whose plan's
     rest then follows, cut at ``max_moves`` moves from here as ``play_greedy`` would be."""
-    joins = {key: i for i, key in enumerate(earlier.keys)} if earlier.ends else {}
     plan = GreedyPlan()
     while not world.episode_over and len(plan.actions) < max_moves:
         key = world.state_key()
-        joined = joins.get(key)
-        if joined is not None:  # from here greedy repeats the earlier plan, move for move
+        if key in endings:  # from here greedy repeats that plan, move for move
+            earlier, joined = endings[key]
             plan.actions += earlier.actions[joined:]
             plan.rewards += earlier.rewards[joined:]
             plan.keys += earlier.keys[joined:]
@@ -107,6 +120,7 @@ class GreedyValue(gym.Wrapper):
     def __init__(self, env: gym.Env):
         super().__init__(env)
         self._plan = GreedyPlan()  # greedy's remaining plan from the current state
+        self._endings: PlanEndings = {}  # the states of this episode's whole plans
 
     @property
     def greedy_value(self) -> float:
@@ -115,7 +129,7 @@ class GreedyValue(gym.Wrapper):
 
     def reset(self, **kwargs: Any):
         obs, info = self.env.reset(**kwargs)
-        self._plan = GreedyPlan()  # another episode: nothing of the last one's plan carries over
+        self._endings = {}  # another episode: nothing of the last one's plans carries over
         self._replan()
         return obs, {**info, GREEDY_VALUE: self.greedy_value}
 
@@ -133,4 +147,5 @@ class GreedyValue(gym.Wrapper):
 
     def _replan(self) -> None:
         world: GridExploreEnv = self.env.unwrapped
-        self._plan = play_greedy_joining(world.lookahead_copy(), world.config.max_steps, self._plan)
+        self._plan = play_greedy_joining(world.lookahead_copy(), world.config.max_steps, self._endings)
+        remember(self._endings, self._plan)

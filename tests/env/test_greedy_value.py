@@ -9,7 +9,7 @@ import pytest
 
 import env.greedy_value as greedy_value_module
 from env.baselines import greedy
-from env.greedy_value import GREEDY_VALUE, GreedyPlan, GreedyValue, play_greedy, play_greedy_joining
+from env.greedy_value import GREEDY_VALUE, GreedyValue, play_greedy, play_greedy_joining, remember
 from env.observation import ACTION_MASK
 from rl.seeding import eval_episode_seed
 from tests.helpers import greedy_return_by_hand
@@ -97,7 +97,7 @@ def reset_on(kind: str, seed: int, max_steps: int) -> tuple[GreedyValue, dict]:
 def test_joined_plans_are_greedys_full_play_outs(kind, seed, max_steps, monkeypatch):
     """Random moves, so a new plan nearly every step: after each step the kept plan is the one a
     full play-out from that state gives, move for move. With room for whole plans, most of the
-    moves are joined, not played; with 25 steps on 32 x 32 caves most plans stop at their move
+    moves are joined to one of the episode's earlier plans, not played; with 25 steps on 32 x 32 caves most plans stop at their move
     limit, and such a plan, not whole, is neither joined nor followed (either way a plan here
     would come out short)."""
     played, replans = [], []
@@ -121,7 +121,7 @@ def test_joined_plans_are_greedys_full_play_outs(kind, seed, max_steps, monkeypa
             obs, info = env.reset(seed=step)
     assert moves_in_full > 400
     if max_steps > 25:
-        assert moves_played < 0.7 * moves_in_full and not cut
+        assert moves_played < 0.33 * moves_in_full and not cut  # joining the last plan only: 0.38-0.49
     else:
         assert cut > 50
 
@@ -133,19 +133,24 @@ def test_a_plan_that_ends_is_joined_where_the_state_is_one_it_passes_through(mon
     world = env.unwrapped.lookahead_copy()
     for action in earlier.actions[:3]:
         world.play(action)
+    endings = {}
+    remember(endings, earlier)
     monkeypatch.setattr(greedy_value_module, "greedy_move", None)  # joined at once: greedy never asked
-    joined = play_greedy_joining(world.lookahead_copy(), 200, earlier)
+    joined = play_greedy_joining(world.lookahead_copy(), 200, endings)
     assert joined.actions == earlier.actions[3:] and joined.rewards == earlier.rewards[3:]
     assert joined.keys == earlier.keys[3:] and joined.ends
-    cut = play_greedy_joining(world.lookahead_copy(), 4, earlier)  # the same rest, cut at 4 moves
+    cut = play_greedy_joining(world.lookahead_copy(), 4, endings)  # the same rest, cut at 4 moves
     assert cut.actions == earlier.actions[3:7] and not cut.ends
 
 
 def test_a_plan_cut_at_its_move_limit_is_not_joined():
     env, _ = reset_on("caves", 30, 200)
     world = env.unwrapped
-    cut = play_greedy_joining(world.lookahead_copy(), 5, GreedyPlan())
+    cut = play_greedy_joining(world.lookahead_copy(), 5, {})
     assert len(cut.actions) == 5 and not cut.ends
-    again = play_greedy_joining(world.lookahead_copy(), 200, cut)  # its first state is this one
+    endings = {}
+    remember(endings, cut)
+    assert not endings  # its rest is not whole: no state of it may be joined
+    again = play_greedy_joining(world.lookahead_copy(), 200, endings)
     actions, rewards, _ = play_greedy(world.lookahead_copy(), 200)
     assert again.actions == actions and again.rewards == rewards and len(actions) > 5
