@@ -1,16 +1,18 @@
 """Which collector a run uses: ``env.vector`` picks it, here and nowhere else.
 
     sync, async  ->  rl/collector.py          VectorEnvCollector, InterleavedCollector (this process)
+    processes    ->  rl/process_collector.py  ProcessCollector (local processes, each a VectorEnvCollector)
     ray          ->  rl/cluster/collector.py  RayCollector (Ray actors, each a VectorEnvCollector)
 
-Both modules implement ``rl.collector.Collector``; the Ray one is imported only when asked for,
-so nothing else in a run loads Ray.
+All implement ``rl.collector.Collector``; the Ray one is imported only when asked for, so nothing
+else in a run loads Ray.
 """
 from __future__ import annotations
 
 from config import Config
 from rl.collector import Collector, InterleavedCollector, VectorEnvCollector
 from rl.episodes import EpisodeProgress
+from rl.process_collector import ProcessCollector
 
 
 def check_collector_settings(config: Config) -> None:
@@ -22,11 +24,13 @@ def check_collector_settings(config: Config) -> None:
 
 
 def make_collector(config: Config, progress: EpisodeProgress | None = None) -> Collector:
-    """The collector ``env.vector`` names: ``sync`` / ``async`` in this process, ``ray`` on Ray actors
-    (imported only then: nothing else in a run needs Ray)."""
+    """The collector ``env.vector`` names: ``sync`` / ``async`` in this process, ``processes`` on
+    local worker processes, ``ray`` on Ray actors (imported only then: nothing else in a run needs Ray)."""
     if config.env.vector == "ray":
         from rl.cluster.collector import RayCollector
         return RayCollector(config, progress)
     if config.env.vector == "async":
         return InterleavedCollector(config, progress)
+    if config.env.vector == "processes":
+        return ProcessCollector(config, progress)
     return VectorEnvCollector(config, progress)

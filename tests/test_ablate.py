@@ -192,7 +192,7 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
     import torch
 
     from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint
-    from rl.collector import InterleavedCollector
+    from rl.process_collector import ProcessCollector
     from rl.sweep import EVALUATION, RESULT, RunSpec, RunStoppedError, run_one
 
     def spec(run_dir):
@@ -201,7 +201,7 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
                        seed=1, run_dir=str(run_dir), config_path=str(SMOKE), episodes=1, eval_seed=0, torch_threads=1)
 
     run_one(spec(tmp_path / "straight"))
-    original, calls = InterleavedCollector.collect, []
+    original, calls = ProcessCollector.collect, []
 
     def collect(self, policy):
         calls.append(None)
@@ -209,7 +209,7 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
             signal.raise_signal(signal.SIGTERM)  # handled in the main thread, by the trainer
         return original(self, policy)
 
-    monkeypatch.setattr(InterleavedCollector, "collect", collect)
+    monkeypatch.setattr(ProcessCollector, "collect", collect)
     run_dir = tmp_path / "run"
     with pytest.raises(RunStoppedError) as stop:
         run_one(spec(run_dir))

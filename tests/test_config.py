@@ -98,7 +98,7 @@ def test_a_config_file_states_only_what_differs_from_the_defaults(path):
 def test_smoke_runs_the_default_runs_collector_and_bootstrap():
     smoke, default = load_config(CONFIG_DIR / "smoke.yaml"), load_config(CONFIG_DIR / "default.yaml")
     assert (smoke.env.vector, smoke.ppo.gae_values) == (default.env.vector, default.ppo.gae_values) \
-        == ("async", "greedy_rollout")
+        == ("processes", "greedy_rollout")
     assert (smoke.ppo.gamma, smoke.model.attention_impl) == (default.ppo.gamma, default.model.attention_impl)
 
 
@@ -153,7 +153,16 @@ def test_a_broken_file_is_named_with_the_line(tmp_path):
 
 def test_ray_workers_take_whole_forward_groups():
     assert load_config(None, ["env.num_envs=10", "env.forward_group=4"]).env.n_forward_groups == 3
-    load_config(None, ["env.num_envs=10", "env.forward_group=4", "env.workers=3"])
+    load_config(None, ["env.num_envs=10", "env.forward_group=4", "env.workers=3", "env.vector=ray"])
     with pytest.raises(ConfigError, match=r"env.workers=4 is more than the 3 forward groups of env.num_envs=10 in "
-                                          r"groups of env.forward_group=4: .* lower env.forward_group"):
-        load_config(None, ["env.num_envs=10", "env.forward_group=4", "env.workers=4"])
+                                          r"groups of env.forward_group=4: .* lower env.workers or env.forward_group"):
+        load_config(None, ["env.num_envs=10", "env.forward_group=4", "env.workers=4", "env.vector=ray"])
+    with pytest.raises(ConfigError, match=r"env.workers=2 is more than env.num_envs=1: each worker needs"):
+        load_config(None, ["env.num_envs=1", "env.vector=ray"])
+
+
+def test_only_ray_refuses_more_workers_than_groups():
+    assert load_config(None).env.vector == "processes" and load_config(None).env.workers == 2
+    for vector in ("sync", "async", "processes"):  # processes: one per group at most (tests/rl/test_process_collector.py)
+        assert load_config(None, ["env.num_envs=1", f"env.vector={vector}"]).env.workers == 2
+        assert load_config(None, ["env.num_envs=4", f"env.vector={vector}", "env.workers=3"]).env.n_forward_groups == 1

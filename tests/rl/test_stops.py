@@ -13,6 +13,7 @@ import rl.trainer
 import train
 from rl.checkpoint import checkpoint_path, checkpoints, load_checkpoint
 from rl.collector import InterleavedCollector, VectorEnvCollector
+from rl.process_collector import ProcessCollector
 from rl.interrupt import Stopped
 from rl.trainer import Trainer
 from tests.helpers import SMOKE, smoke_config
@@ -53,7 +54,7 @@ def assert_resumes_to(run_dir, weights) -> None:
 
 # (moment, what the signal interrupts, which call of it, the update the stop keeps)
 MOMENTS = [
-    ("collection", (InterleavedCollector, "collect"), 3, 3),  # the default: async envs
+    ("collection", (ProcessCollector, "collect"), 3, 3),  # the default: worker processes
     ("update", (rl.trainer, "ppo_update"), 3, 3),
     ("logging", (Trainer, "_log"), 3, 3),
     ("image episode", (Trainer, "_log_images"), 3, 3),  # after update 3, which no schedule saves
@@ -75,10 +76,12 @@ def test_a_stop_at_any_moment_keeps_the_last_finished_update(tmp_path, monkeypat
     assert_resumes_to(tmp_path, straight_weights)
 
 
-def test_sync_envs_stopped_while_they_step_keep_the_update(tmp_path, monkeypatch, straight_weights):
-    trainer = Trainer.create(smoke_config(tmp_path, *RUN, "env.vector=sync"), tmp_path)
-    assert type(trainer.collector) is VectorEnvCollector
-    signal_during(monkeypatch, VectorEnvCollector, "collect", signal.SIGINT, 3)
+@pytest.mark.parametrize("vector, collector", [("sync", VectorEnvCollector), ("async", InterleavedCollector)])
+def test_in_process_envs_stopped_while_they_step_keep_the_update(tmp_path, monkeypatch, straight_weights,
+                                                                 vector, collector):
+    trainer = Trainer.create(smoke_config(tmp_path, *RUN, f"env.vector={vector}"), tmp_path)
+    assert type(trainer.collector) is collector
+    signal_during(monkeypatch, collector, "collect", signal.SIGINT, 3)
     stopped = trainer.train(progress=False)
     monkeypatch.undo()
     assert stopped == Stopped("SIGINT", 3, checkpoint_path(tmp_path, 3))
@@ -88,7 +91,7 @@ def test_sync_envs_stopped_while_they_step_keep_the_update(tmp_path, monkeypatch
 def test_a_stop_right_after_a_resume_names_the_checkpoint_it_came_from(tmp_path, monkeypatch):
     Trainer.create(smoke_config(tmp_path, *RUN), tmp_path).train(max_updates=2, progress=False)
     trainer = Trainer.resume(tmp_path)
-    signal_during(monkeypatch, InterleavedCollector, "collect", signal.SIGTERM, 1)
+    signal_during(monkeypatch, ProcessCollector, "collect", signal.SIGTERM, 1)
     before = {path: path.stat().st_mtime_ns for path in checkpoints(tmp_path)}
     stopped = trainer.train(progress=False)
     assert stopped == Stopped("SIGTERM", 3, checkpoint_path(tmp_path, 3))
@@ -96,7 +99,7 @@ def test_a_stop_right_after_a_resume_names_the_checkpoint_it_came_from(tmp_path,
 
 
 def test_the_cli_says_what_was_saved_and_how_to_continue(tmp_path, monkeypatch, capsys):
-    signal_during(monkeypatch, InterleavedCollector, "collect", signal.SIGINT, 2)
+    signal_during(monkeypatch, ProcessCollector, "collect", signal.SIGINT, 2)
     assert train.main(["--config", str(SMOKE), f"run.run_dir={tmp_path}", *RUN]) == 130
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == (f"stopped by SIGINT after update 2; its checkpoint is {checkpoint_path(tmp_path, 2)}; "
@@ -104,21 +107,21 @@ def test_the_cli_says_what_was_saved_and_how_to_continue(tmp_path, monkeypatch, 
 
 
 def test_a_second_signal_before_the_first_update_says_nothing_was_saved(tmp_path, monkeypatch, capsys):
-    original = InterleavedCollector.collect
+    original = ProcessCollector.collect
 
     def twice(self, policy):
         signal.raise_signal(signal.SIGINT)  # the first: finish the update, then stop
         signal.raise_signal(signal.SIGINT)  # the second: out at once
         return original(self, policy)
 
-    monkeypatch.setattr(InterleavedCollector, "collect", twice)
+    monkeypatch.setattr(ProcessCollector, "collect", twice)
     assert train.main(["--config", str(SMOKE), f"run.run_dir={tmp_path}", *RUN]) == 130
     assert capsys.readouterr().err.strip().splitlines()[-1] == "interrupted; nothing was saved"
     assert checkpoints(tmp_path) == []
 
 
 def test_a_second_signal_later_names_the_newest_checkpoint(tmp_path, monkeypatch, capsys):
-    original, calls = InterleavedCollector.collect, []
+    original, calls = ProcessCollector.collect, []
 
     def twice_in_the_fourth(self, policy):
         calls.append(None)
@@ -127,7 +130,7 @@ def test_a_second_signal_later_names_the_newest_checkpoint(tmp_path, monkeypatch
             signal.raise_signal(signal.SIGINT)
         return original(self, policy)
 
-    monkeypatch.setattr(InterleavedCollector, "collect", twice_in_the_fourth)
+    monkeypatch.setattr(ProcessCollector, "collect", twice_in_the_fourth)
     assert train.main(["--config", str(SMOKE), f"run.run_dir={tmp_path}", *RUN]) == 130
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         f"interrupted; the newest checkpoint is {checkpoint_path(tmp_path, 2)}; "

@@ -1,0 +1,153 @@
+"""``ProcessCollector``: worker processes collect the in-process rollout, resume from their places,
+and fail loudly (the worker's own exception, or its death named) instead of hanging."""
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import rl.process_collector
+from policy import PolicyNet
+from rl.collection import make_collector
+from rl.collector import VectorEnvCollector
+from rl.ppo import NonFiniteLossError
+from rl.process_collector import ProcessCollector, WorkerError
+from tests.helpers import ROOT, assert_same_rollout, smoke_config
+
+
+@pytest.fixture
+def forked(monkeypatch):
+    """Workers forked, so they take this test's patches along (under Ray they would be spawned)."""
+    monkeypatch.setattr(rl.process_collector, "env_start_method", lambda: "fork")
+
+
+@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
+def test_workers_collect_the_sync_rollout_and_resume_from_their_places(tmp_path, gae_values):
+    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", f"ppo.gae_values={gae_values}",
+                          "env.vector=processes", "env.workers=2")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    workers = make_collector(config)
+    assert isinstance(workers, ProcessCollector) and workers.slices == [range(0, 2), range(2, 3)]
+    sync = VectorEnvCollector(config, vector="sync")
+    first, second = sync.collect(policy), sync.collect(policy)
+    assert any(r.truncated.any() for r in (first, second))  # autoresets were crossed
+    assert_same_rollout(workers.collect(policy), first)
+    resumed = ProcessCollector(config, workers.progress())  # as from a checkpoint after the first rollout
+    assert_same_rollout(resumed.collect(policy), second)
+    assert_same_rollout(workers.collect(policy), second)
+    assert workers.progress() == resumed.progress() == sync.progress()
+    for collector in (workers, resumed, sync):
+        collector.close()
+
+
+def test_one_worker_per_forward_group_at_most(tmp_path):
+    config = smoke_config(tmp_path, "env.num_envs=3", "env.forward_group=2", "env.vector=processes", "env.workers=3")
+    collector = make_collector(config)
+    assert collector.slices == [range(0, 2), range(2, 3)] and len(collector.processes) == 2
+    collector.close()
+
+
+def test_a_workers_exception_reaches_the_learner_as_itself_naming_the_envs(tmp_path, monkeypatch, forked):
+    original = VectorEnvCollector.collect
+
+    def diverged_on_the_second_slice(self, policy):
+        if self.env_indices[0] == 1:
+            raise NonFiniteLossError("the policy's outputs are not finite while collecting a rollout")
+        return original(self, policy)
+
+    monkeypatch.setattr(VectorEnvCollector, "collect", diverged_on_the_second_slice)
+    config = smoke_config(tmp_path, "env.vector=processes", "env.workers=2")
+    collector = make_collector(config)
+    with pytest.raises(NonFiniteLossError, match="not finite while collecting") as raised:
+        collector.collect(PolicyNet(config.model))
+    assert "raised in the rollout worker of envs 1-1" in "".join(raised.value.__notes__)
+    assert "diverged_on_the_second_slice" in "".join(raised.value.__notes__)  # the worker's traceback
+    collector.close()
+
+
+class Unpicklable(Exception):
+    def __reduce__(self):
+        raise TypeError("not this one")
+
+
+def test_an_exception_that_does_not_pickle_comes_back_as_its_traceback(tmp_path, monkeypatch, forked):
+    def fails(self, policy):
+        raise Unpicklable("boom")
+
+    monkeypatch.setattr(VectorEnvCollector, "collect", fails)
+    with pytest.raises(TypeError):
+        pickle.dumps(Unpicklable("boom"))
+    collector = make_collector(smoke_config(tmp_path, "env.vector=processes", "env.workers=2"))
+    with pytest.raises(WorkerError, match=r"(?s)the rollout worker of envs 0-0 failed:\n.*Unpicklable: boom"):
+        collector.collect(PolicyNet(smoke_config(tmp_path).model))
+    collector.close()
+
+
+def test_a_worker_that_dies_is_named_and_nothing_hangs(tmp_path):
+    config = smoke_config(tmp_path, "env.vector=processes", "env.workers=2")
+    collector = make_collector(config)
+    policy = PolicyNet(config.model)
+    collector.collect(policy)
+    collector.processes[1].kill()
+    started = time.perf_counter()
+    with pytest.raises(WorkerError, match=r"the rollout worker of envs 1-1 died \(exit code -9\) while the "
+                                          r"learner waited for its rollout"):
+        collector.collect(policy)
+    collector.close()
+    assert time.perf_counter() - started < 5
+    assert not any(process.is_alive() for process in collector.processes)
+
+
+def test_workers_ignore_interrupts_and_end_with_close(tmp_path):
+    config = smoke_config(tmp_path, "env.vector=processes", "env.workers=2")
+    collector = make_collector(config)
+    policy = PolicyNet(config.model)
+    for process in collector.processes:  # as a terminal's Ctrl-C or a group's SIGTERM would
+        os.kill(process.pid, signal.SIGINT)
+        os.kill(process.pid, signal.SIGTERM)
+    collector.collect(policy)  # still there
+    collector.close()
+    assert [process.exitcode for process in collector.processes] == [0, 0]  # exited by themselves
+    collector.close()  # twice is fine
+
+
+def test_a_program_that_never_closes_its_workers_still_exits(tmp_path):
+    code = ("from config import load_config; from rl.collection import make_collector; "
+            f"make_collector(load_config('configs/smoke.yaml', ['run.run_dir={tmp_path}', 'env.vector=processes', "
+            "'env.workers=2'])); print('made')")
+    out_file = tmp_path / "out.txt"
+    with out_file.open("w") as out:  # a file, not a pipe: workers left alive would hold a pipe open
+        program = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            program.wait(timeout=60)  # not stuck joining workers that ignore SIGTERM
+        except subprocess.TimeoutExpired:
+            os.killpg(program.pid, signal.SIGKILL)
+            program.wait()
+            pytest.fail("the program did not exit within 60 s: its workers outlived it")
+    assert program.returncode == 0 and out_file.read_text().strip().endswith("made"), out_file.read_text()
+
+
+def test_workers_left_mid_rollout_are_killed_at_once(tmp_path, monkeypatch, forked):
+    original = VectorEnvCollector.collect
+
+    def slow(self, policy):
+        time.sleep(30)
+        return original(self, policy)
+
+    monkeypatch.setattr(VectorEnvCollector, "collect", slow)
+    collector = make_collector(smoke_config(tmp_path, "env.vector=processes", "env.workers=2"))
+
+    def interrupted(kind):  # as a second Ctrl-C while the learner waits for the rollouts
+        raise KeyboardInterrupt
+    monkeypatch.setattr(collector, "_answers", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        collector.collect(PolicyNet(smoke_config(tmp_path).model))
+    started = time.perf_counter()
+    collector.close()
+    assert time.perf_counter() - started < 3 and not any(process.is_alive() for process in collector.processes)
