@@ -77,11 +77,12 @@ class EnvConfig:
     vector: Literal["sync", "async", "processes", "ray"] = "processes"
     """``processes``: ``workers`` processes on this machine, each stepping a contiguous slice of the
     envs in-process with a CPU copy of the policy, the slices' forward passes side by side (on 2
-    cores 1.2-1.4x faster to collect than ``async``); ``sync``: gymnasium's SyncVectorEnv in this
-    process; ``async``: two AsyncVectorEnvs in this process (one process per env; each half whole
-    ``forward_group``s), so one half's envs step while the policy acts for the other, on the
-    learner's device (a GPU's forward passes); or ``ray``: ``workers`` Ray actors, as ``processes``
-    but anywhere in a Ray cluster (``docs/scaling.md``). The rollout is the same whichever is chosen."""
+    cores, floor-plan rollouts 1.44x as fast as ``async``'s: docs/performance.md); ``sync``:
+    gymnasium's SyncVectorEnv in this process; ``async``: two AsyncVectorEnvs in this process (one
+    process per env; each half whole ``forward_group``s), so one half's envs step while the policy
+    acts for the other, on the learner's device (a GPU's forward passes); or ``ray``: ``workers``
+    Ray actors, as ``processes`` but anywhere in a Ray cluster (``docs/scaling.md``). The rollout
+    is the same whichever is chosen."""
     workers: int = 2
     """Processes (``processes``) or Ray actors (``ray``) collecting rollouts, one CPU each, each
     taking whole forward groups: ``processes`` starts one per group at most (one for 4 envs in
@@ -89,8 +90,8 @@ class EnvConfig:
     forward_group: int = 4
     """Envs whose observations share one forward pass while collecting: envs 0-3, 4-7, ... for 4
     (the last group may be smaller). A group's actions depend on its own observations alone, and
-    the async halves and Ray workers each take whole groups, so the rollout is still the same
-    however they are split. 1 gives every env its own pass: 1.7-2.2x the forward time on floor
+    the async halves and the worker processes or Ray actors each take whole groups, so the rollout
+    is still the same however they are split. 1 gives every env its own pass: 1.7-2.2x the forward time on floor
     plans (docs/performance.md, "Forward passes in groups of envs")."""
 
     @property

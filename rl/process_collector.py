@@ -78,7 +78,7 @@ def serve(pipe: Connection, config: Config, env_indices: range, place: EpisodePr
             policy.load_state_dict(message)
             rollout = collector.collect(policy)
             send(pipe, ("rollout", (rollout, collector.progress())))
-    except EOFError:  # the learner is gone
+    except (EOFError, BrokenPipeError):  # the learner is gone
         pass
     except BaseException as error:
         send(pipe, ("error", (error if round_trips(error) else None, traceback.format_exc())))
@@ -163,8 +163,8 @@ class ProcessCollector:
         self.pipes = []
 
     def _answers(self, kind: str) -> list[Any]:
-        """Each worker's next message, which must be ``kind``: its payload, in worker order. A
-        worker's error or death raises ``WorkerError`` at once, naming its envs."""
+        """Each worker's next ``kind`` of message (``ready``, ``rollout``): its payload, in worker
+        order. A worker's error is raised at once, its death as a ``WorkerError`` naming its envs."""
         answers: dict[int, Any] = {}
         while len(answers) < len(self.pipes):
             waiting = {w: pipe for w, pipe in enumerate(self.pipes) if w not in answers}
