@@ -136,7 +136,10 @@ class ProcessCollector:
         weights = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
         self.collecting = True
         for pipe in self.pipes:
-            send(pipe, weights)
+            try:
+                send(pipe, weights)
+            except OSError:  # a worker died since the last rollout: _answers names it
+                pass
         answers = self._answers("rollout")
         self.collecting = False
         self.places = [progress for _, progress in answers]

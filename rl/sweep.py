@@ -35,9 +35,11 @@ EVALUATION = "evaluation.json"
 CURVES = {"return": tags.EPISODIC_RETURN, "coverage": tags.COVERAGE, "travel": tags.TRAVEL_DISTANCE}
 """The learning curves a result keeps (name -> the run's tensorboard tag), for the sweep's plots."""
 
-NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir", "run.keep_checkpoints")
+NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir", "run.keep_checkpoints", "env.vector",
+                     "env.workers")
 """Settings a rerun may change without making a finished run stale: they decide how fast, where
-(a sweep folder moved to another disk) or what is kept on disk, not what is learned."""
+(a sweep folder moved to another disk), what is kept on disk or which collector gathers the
+rollouts (every collector gathers the same, bit for bit), not what is learned."""
 
 
 class StaleRunError(ValueError):
@@ -85,9 +87,11 @@ def scalar_series(run_dir: Path, *tags: str) -> dict[str, tuple[list[int], list[
 
 
 def spec_config(spec: RunSpec) -> Config:
-    """The resolved config of the run ``spec`` asks for."""
-    return load_config(spec.config_path, [*spec.overrides, f"seed={spec.seed}", f"run.run_dir={spec.run_dir}",
-                                          "run.image_every=0", f"run.torch_threads={spec.torch_threads}"])
+    """The resolved config of the run ``spec`` asks for: as many torch threads and rollout workers
+    (``env.workers``, unless the sweep sets them) as the run has CPUs."""
+    return load_config(spec.config_path, [f"env.workers={spec.torch_threads}", *spec.overrides, f"seed={spec.seed}",
+                                          f"run.run_dir={spec.run_dir}", "run.image_every=0",
+                                          f"run.torch_threads={spec.torch_threads}"])
 
 
 def check_reusable(run_dir: Path, asked: Config) -> None:

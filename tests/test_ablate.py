@@ -280,3 +280,19 @@ def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
     assert checkpoint is not None, err
     assert 0 < load_checkpoint(checkpoint)["update"] < 3125
     assert not (run_dir / "result.json").exists()
+
+
+def test_which_collector_made_a_run_does_not_make_it_stale(tmp_path):
+    from config import load_config, save_config
+    from rl.sweep import RunSpec, StaleRunError, check_reusable, spec_config
+
+    spec = RunSpec(label="l", overrides=(), seed=1, run_dir=str(tmp_path), config_path=str(SMOKE), episodes=1,
+                   eval_seed=0, torch_threads=1)
+    asked = spec_config(spec)
+    assert (asked.env.vector, asked.env.workers) == ("processes", 1)  # one rollout worker per CPU of the run
+    made = ["seed=1", f"run.run_dir={tmp_path}", "run.image_every=0"]
+    save_config(load_config(SMOKE, [*made, "env.vector=async", "env.workers=2"]), tmp_path / "config.yaml")
+    check_reusable(tmp_path, asked)  # the same rollouts, bit for bit: the run is still this one
+    save_config(load_config(SMOKE, [*made, "env.forward_group=2"]), tmp_path / "config.yaml")
+    with pytest.raises(StaleRunError, match="env.forward_group: 2 there, 1 asked"):
+        check_reusable(tmp_path, asked)
