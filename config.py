@@ -77,12 +77,12 @@ class EnvConfig:
     vector: Literal["sync", "async", "processes", "ray"] = "processes"
     """``processes``: ``workers`` processes on this machine, each stepping a contiguous slice of the
     envs in-process with a CPU copy of the policy, the slices' forward passes side by side (on 2
-    cores, floor-plan rollouts 1.44x as fast as ``async``'s: docs/performance.md); ``sync``:
-    gymnasium's SyncVectorEnv in this process; ``async``: two AsyncVectorEnvs in this process (one
-    process per env; each half whole ``forward_group``s), so one half's envs step while the policy
-    acts for the other, on the learner's device (a GPU's forward passes); or ``ray``: ``workers``
-    Ray actors, as ``processes`` but anywhere in a Ray cluster (``docs/scaling.md``). The rollout
-    is the same whichever is chosen."""
+    cores, rollouts 1.44x (floor plans) to 1.48x (default) as fast as ``async``'s:
+    docs/performance.md); ``sync``: gymnasium's SyncVectorEnv in this process; ``async``: two
+    AsyncVectorEnvs in this process (one process per env; each half whole ``forward_group``s), so
+    one half's envs step while the policy acts for the other, on the learner's device (a GPU's
+    forward passes); or ``ray``: ``workers`` Ray actors, as ``processes`` but anywhere in a Ray
+    cluster (``docs/scaling.md``). The rollout is the same whichever is chosen."""
     workers: int = 2
     """Processes (``processes``) or Ray actors (``ray``) collecting rollouts, one CPU each, each
     taking whole forward groups: ``processes`` starts one per group at most (one for 4 envs in
