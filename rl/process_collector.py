@@ -14,7 +14,8 @@ forward groups (``env.forward_group``), so the rollout is the one ``sync`` colle
 
 The workers ignore SIGINT and SIGTERM (``rl.envs.interrupts_ignored_by_children``): a Ctrl-C
 reaches the trainer alone, which finishes its update (``rl/interrupt.py``). They end with the
-learner: ``close()``, their pipe closing when it dies, or killed at its exit.
+learner: ``close()``, killed at its exit, or, when it dies without one (SIGKILL), on reading
+their pipe's end-of-file.
 """
 from __future__ import annotations
 
@@ -63,11 +64,18 @@ def round_trips(error: BaseException) -> bool:
     return isinstance(error, Exception)
 
 
-def serve(pipe: Connection, config: Config, env_indices: range, place: EpisodeProgress | None) -> None:
+def serve(pipe: Connection, learner_ends: list[Connection], config: Config, env_indices: range,
+          place: EpisodeProgress | None) -> None:
     """A worker's life: build its envs (replayed to ``place`` if given), say ``ready``, then answer
     each set of weights with ``(Rollout, EpisodeProgress)`` until told to close (``None``). An
     exception is sent back as ``("error", (the exception or None, its traceback))``, and the
-    worker ends."""
+    worker ends.
+
+    ``learner_ends`` are the learner's ends of the pipes made so far, this worker's among them,
+    which a forked worker holds copies of: closed first, so that when the learner dies (even by
+    SIGKILL) every worker's pipe reads end-of-file and the worker ends."""
+    for end in learner_ends:
+        end.close()
     collector = None
     try:
         torch.set_num_threads(1)  # its own core's worth; the other workers and the learner have theirs
@@ -119,9 +127,9 @@ class ProcessCollector:
             with interrupts_ignored_by_children(spawned=start_method == "spawn"):
                 for indices, place in zip(self.slices, self.places):
                     ours, theirs = context.Pipe()
-                    process = context.Process(target=serve, args=(theirs, config, indices,
-                                                                  None if progress is None else place),
-                                              name=f"rollout-worker-{indices.start}-{indices.stop - 1}", daemon=True)
+                    args = (theirs, [*self.pipes, ours], config, indices, None if progress is None else place)
+                    process = context.Process(target=serve, args=args, daemon=True,
+                                              name=f"rollout-worker-{indices.start}-{indices.stop - 1}")
                     process.start()
                     theirs.close()
                     self.pipes.append(ours)

@@ -156,3 +156,24 @@ def test_workers_left_mid_rollout_are_killed_at_once(tmp_path, monkeypatch, fork
     started = time.perf_counter()
     collector.close()
     assert time.perf_counter() - started < 3 and not any(process.is_alive() for process in collector.processes)
+
+
+def test_workers_end_when_their_learner_is_killed(tmp_path):
+    code = ("import time; from config import load_config; from rl.collection import make_collector; "
+            f"c = make_collector(load_config('configs/smoke.yaml', ['run.run_dir={tmp_path}', 'env.vector=processes', "
+            "'env.workers=2'])); print(*[p.pid for p in c.processes], flush=True); time.sleep(60)")
+    learner = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    workers = [int(pid) for pid in learner.stdout.readline().split()]
+    assert len(workers) == 2
+    os.kill(learner.pid, signal.SIGKILL)  # no exit handler runs
+    learner.wait()
+    deadline = time.perf_counter() + 20
+    alive = workers
+    while alive and time.perf_counter() < deadline:
+        time.sleep(0.1)
+        alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}") and
+                 open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+    if alive:
+        os.killpg(learner.pid, signal.SIGKILL)
+    assert not alive, "the workers outlived their learner"
