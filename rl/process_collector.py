@@ -46,9 +46,13 @@ class WorkerError(RuntimeError):
     its envs and what happened."""
 
 
-def send(pipe: Connection, message: Any) -> None:
+def encode(message: Any) -> bytes:
     """Plain pickling, not multiprocessing's: tensors travel as bytes, not as shared-memory handles."""
-    pipe.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def send(pipe: Connection, message: Any) -> None:
+    pipe.send_bytes(encode(message))
 
 
 def receive(pipe: Connection) -> Any:
@@ -141,11 +145,11 @@ class ProcessCollector:
             raise
 
     def collect(self, policy: nn.Module) -> Rollout:
-        weights = {key: value.detach().cpu() for key, value in policy.state_dict().items()}
+        weights = encode({key: value.detach().cpu() for key, value in policy.state_dict().items()})  # once for all
         self.collecting = True
         for pipe in self.pipes:
             try:
-                send(pipe, weights)
+                pipe.send_bytes(weights)
             except OSError:  # a worker died since the last rollout: _answers names it
                 pass
         answers = self._answers("rollout")
@@ -179,8 +183,7 @@ class ProcessCollector:
         answers: dict[int, Any] = {}
         while len(answers) < len(self.pipes):
             waiting = {w: pipe for w, pipe in enumerate(self.pipes) if w not in answers}
-            sentinels = {self.processes[w].sentinel: w for w in waiting}
-            ready = wait([*waiting.values(), *sentinels])
+            ready = wait([*waiting.values(), *(self.processes[w].sentinel for w in waiting)])
             for w, pipe in waiting.items():
                 if pipe in ready or self.processes[w].sentinel in ready:
                     answers[w] = self._answer(w, kind)

@@ -25,6 +25,18 @@ def forked(monkeypatch):
     monkeypatch.setattr(rl.process_collector, "env_start_method", lambda: "fork")
 
 
+def fail_in_slice(monkeypatch, first_env: int, error: Exception) -> None:
+    """Make the worker whose slice starts at ``first_env`` raise ``error`` when asked to collect."""
+    original = VectorEnvCollector.collect
+
+    def collect(self, policy):
+        if self.env_indices[0] == first_env:
+            raise error
+        return original(self, policy)
+
+    monkeypatch.setattr(VectorEnvCollector, "collect", collect)
+
+
 @pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
 def test_workers_collect_the_sync_rollout_and_resume_from_their_places(tmp_path, gae_values):
     config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", f"ppo.gae_values={gae_values}",
@@ -53,20 +65,13 @@ def test_one_worker_per_forward_group_at_most(tmp_path):
 
 
 def test_a_workers_exception_reaches_the_learner_as_itself_naming_the_envs(tmp_path, monkeypatch, forked):
-    original = VectorEnvCollector.collect
-
-    def diverged_on_the_second_slice(self, policy):
-        if self.env_indices[0] == 1:
-            raise NonFiniteLossError("the policy's outputs are not finite while collecting a rollout")
-        return original(self, policy)
-
-    monkeypatch.setattr(VectorEnvCollector, "collect", diverged_on_the_second_slice)
+    fail_in_slice(monkeypatch, 1, NonFiniteLossError("the policy's outputs are not finite while collecting a rollout"))
     config = smoke_config(tmp_path, "env.vector=processes", "env.workers=2")
     collector = make_collector(config)
     with pytest.raises(NonFiniteLossError, match="not finite while collecting") as raised:
         collector.collect(PolicyNet(config.model))
     assert "raised in the rollout worker of envs 1-1" in "".join(raised.value.__notes__)
-    assert "diverged_on_the_second_slice" in "".join(raised.value.__notes__)  # the worker's traceback
+    assert "raise error" in "".join(raised.value.__notes__)  # the worker's traceback, down to the raise
     collector.close()
 
 
@@ -76,14 +81,7 @@ class Unpicklable(Exception):
 
 
 def test_an_exception_that_does_not_pickle_comes_back_as_its_traceback(tmp_path, monkeypatch, forked):
-    original = VectorEnvCollector.collect
-
-    def fails(self, policy):
-        if self.env_indices[0] == 0:
-            raise Unpicklable("boom")
-        return original(self, policy)
-
-    monkeypatch.setattr(VectorEnvCollector, "collect", fails)
+    fail_in_slice(monkeypatch, 0, Unpicklable("boom"))
     with pytest.raises(TypeError):
         pickle.dumps(Unpicklable("boom"))
     collector = make_collector(smoke_config(tmp_path, "env.vector=processes", "env.workers=2"))
