@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import time
 import traceback
 import weakref
 from collections.abc import Sequence
@@ -71,7 +72,7 @@ def round_trips(error: BaseException) -> bool:
 def serve(pipe: Connection, learner_ends: list[Connection], config: Config, env_indices: range,
           place: EpisodeProgress | None) -> None:
     """A worker's life: build its envs (replayed to ``place`` if given), say ``ready``, then answer
-    each set of weights with ``(Rollout, EpisodeProgress)`` until told to close (``None``). An
+    each set of weights with ``(Rollout, EpisodeProgress, its collection's seconds)`` until told to close (``None``). An
     exception is sent back as ``("error", (the exception or None, its traceback))``, and the
     worker ends.
 
@@ -88,8 +89,9 @@ def serve(pipe: Connection, learner_ends: list[Connection], config: Config, env_
         send(pipe, ("ready", None))
         while (message := receive(pipe)) is not None:
             policy.load_state_dict(message)
+            start = time.perf_counter()
             rollout = collector.collect(policy)
-            send(pipe, ("rollout", (rollout, collector.progress())))
+            send(pipe, ("rollout", (rollout, collector.progress(), time.perf_counter() - start)))
     except (EOFError, BrokenPipeError):  # the learner is gone
         pass
     except BaseException as error:
@@ -124,6 +126,7 @@ class ProcessCollector:
         start_method = env_start_method()
         context = multiprocessing.get_context(start_method)
         self.collecting = True  # until the workers are ready: a failed start kills them at once
+        self.worker_seconds: list[float] = []  # of the last rollout: each worker's own collection time
         self.pipes: list[Connection] = []
         self.processes: list[multiprocessing.process.BaseProcess] = []
         self._kill = weakref.finalize(self, kill_all, self.processes)  # at exit, if close() never ran
@@ -154,8 +157,9 @@ class ProcessCollector:
                 pass
         answers = self._answers("rollout")
         self.collecting = False
-        self.places = [progress for _, progress in answers]
-        return Rollout.join([rollout for rollout, _ in answers])
+        self.places = [progress for _, progress, _ in answers]
+        self.worker_seconds = [seconds for _, _, seconds in answers]
+        return Rollout.join([rollout for rollout, _, _ in answers])
 
     def progress(self) -> EpisodeProgress:
         return EpisodeProgress.join(self.places)

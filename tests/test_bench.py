@@ -38,7 +38,6 @@ from tests.map_folders import MAP_ORDER, write_maps
     (headroom, ["--episodes", "1", "--reveal", "2", "--reveal-noise", "0.1", "--worlds", "2", "--env", "map_size=16"],
      "travel revealed_2_noise_0.1_worlds_2 / greedy:"),
     (env_speed, ["--seconds", "0.2"], "ratio (GreedyValue / bare)"),  # MiniGrid's line only where it is installed
-    (collector_speed, ["--config", str(SMOKE), "--workers", "1", "--rounds", "1"], "| ray, 1 worker |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--settings", "PASSIVE", "--competitor", "libgomp",
                   "--seconds", "0.5"], "| PASSIVE |"),
     (contention, ["--config", str(SMOKE), "--updates", "1", "--alone-rounds", "1", "--settings", "THREADS=1"],
@@ -60,6 +59,19 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
     module.main()
     assert expected in capsys.readouterr().out
+
+
+def test_collector_speed_rows_give_the_workers_their_transfer_and_spread(capsys):
+    assert collector_speed.main(["--config", str(SMOKE), "--workers", "1", "--rounds", "1", "env.num_envs=2"]) == 0
+    out = capsys.readouterr().out
+    assert "env.num_envs=2: 2 envs x" in out  # the override reached every collector's config
+    rows = {cells[0]: cells[1:] for line in out.splitlines()
+            if (cells := [c.strip() for c in line.strip("|").split("|")])[0].startswith(("in process", "processes", "ray"))}
+    assert list(rows) == ["in process", "processes, 1 worker", "ray, 1 worker"]
+    assert rows["in process"][1:3] == ["-", "-"]  # no workers: no transfer, no spread
+    for name in ("processes, 1 worker", "ray, 1 worker"):
+        rollout, transfer, spread = (float(x) for x in rows[name][:3])
+        assert 0 <= transfer < rollout and spread == 0.0  # one worker: nothing to spread
 
 
 def test_collector_speed_stopped_by_sigterm_closes_every_collector_and_prints_no_traceback(monkeypatch, capsys):

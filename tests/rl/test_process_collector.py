@@ -48,7 +48,10 @@ def test_workers_collect_the_sync_rollout_and_resume_from_their_places(tmp_path,
     sync = VectorEnvCollector(config, vector="sync")
     first, second = sync.collect(policy), sync.collect(policy)
     assert any(r.truncated.any() for r in (first, second))  # autoresets were crossed
+    start = time.perf_counter()
     assert_same_rollout(workers.collect(policy), first)
+    seconds = time.perf_counter() - start
+    assert len(workers.worker_seconds) == 2 and all(0 < s <= seconds for s in workers.worker_seconds)
     resumed = ProcessCollector(config, workers.progress())  # as from a checkpoint after the first rollout
     assert_same_rollout(resumed.collect(policy), second)
     assert_same_rollout(workers.collect(policy), second)
