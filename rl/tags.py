@@ -12,6 +12,8 @@ TRAVEL_DISTANCE = "charts/travel_distance"
 SUCCESS_RATE = "charts/success_rate"
 SPS = "charts/SPS"
 LEARNING_RATE = "charts/learning_rate"
+COLLECTION_SECONDS = "perf/collection_seconds"
+UPDATE_SECONDS = "perf/update_seconds"
 LOSSES = "losses/"
 """Prefix of the PPO update's statistics: ``losses/`` + each key ``rl.ppo.ppo_update`` returns."""
 HYPERPARAMETERS = "hyperparameters"
@@ -26,6 +28,8 @@ SCALAR_TAGS = {
     SUCCESS_RATE: "share of the last 20 finished episodes that explored everything before the step limit",
     SPS: "environment steps per second since the run (or its resumption) started",
     LEARNING_RATE: "the annealed Adam learning rate",
+    COLLECTION_SECONDS: "wall seconds the update's rollout took to collect",
+    UPDATE_SECONDS: "wall seconds of the update itself: GAE and PPO's minibatch epochs",
     "losses/policy_loss": "PPO's clipped surrogate loss (last minibatch of the update)",
     "losses/value_loss": "the (clipped) value loss",
     "losses/entropy": "mean entropy of the action distribution over valid moves",

@@ -185,7 +185,9 @@ class Trainer:
                     if cfg.anneal_lr:
                         self.optimizer.param_groups[0]["lr"] = cfg.learning_rate * (1.0 - self.update / config.num_updates)
 
+                    started = time.perf_counter()
                     rollout = self.collector.collect(self.policy)  # 1. collect T x E steps
+                    collected = time.perf_counter()
                     step_before, self.global_step = self.global_step, self.global_step + config.batch_size
                     advantages, returns = compute_gae(  # 2. GAE over the chosen bootstrap values
                         rollout.rewards, rollout.bootstrap_values, rollout.terminated, rollout.truncated,
@@ -196,8 +198,10 @@ class Trainer:
                     self.update += 1
                     check_finite_weights(self.policy, self.global_step)  # before they reach a checkpoint
 
+                    updated = time.perf_counter()
                     sps = (self.global_step - start_step) / max(time.time() - start_time, 1e-9)  # 4. log
-                    self._log(writer, rollout, step_before, stats, sps)
+                    self._log(writer, rollout, step_before, stats, {
+                        tags.SPS: sps, tags.COLLECTION_SECONDS: collected - started, tags.UPDATE_SECONDS: updated - collected})
                     if self.update % config.run.checkpoint_every == 0 or self.update == last:
                         self.save()
                     if config.run.image_every and not stop.requested and (
@@ -220,8 +224,9 @@ class Trainer:
         self.lock.release()
 
     def _log(self, writer: SummaryWriter, rollout: Rollout, step_before: int, stats: dict[str, float],
-             sps: float) -> None:
-        """The rollout's finished episodes at the global step each ended, then the update's losses."""
+             speed: dict[str, float]) -> None:
+        """The rollout's finished episodes at the global step each ended, then the update's losses
+        and ``speed``'s scalars (SPS, the seconds of collection and update) by tag."""
         for episode in rollout.episodes:
             step = step_before + (episode.step + 1) * rollout.num_envs
             self.recent.append({"coverage": episode.coverage, "travel_distance": episode.travel_distance,
@@ -234,7 +239,8 @@ class Trainer:
         for key, value in stats.items():
             writer.add_scalar(tags.LOSSES + key, value, self.global_step)
         writer.add_scalar(tags.LEARNING_RATE, self.optimizer.param_groups[0]["lr"], self.global_step)
-        writer.add_scalar(tags.SPS, sps, self.global_step)
+        for tag, value in speed.items():
+            writer.add_scalar(tag, value, self.global_step)
 
     def _log_images(self, writer: SummaryWriter) -> None:
         """An argmax episode on a held-out map, and the attention of its last state."""

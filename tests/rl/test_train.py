@@ -44,6 +44,8 @@ def test_events_carry_every_tag_of_the_contract(smoke_run):
     assert any(tag.startswith(next(iter(TEXT_TAGS))) for tag in tags["tensors"])
     coverage = [event.value for event in events.Scalars("charts/coverage")]
     assert coverage and all(0.0 < c <= 1.0 for c in coverage)
+    for tag in ("perf/collection_seconds", "perf/update_seconds"):  # one per update, at its global step
+        assert [(e.step, e.value > 0) for e in events.Scalars(tag)] == [(32, True), (64, True), (96, True)], tag
 
 
 def test_readme_explains_every_tag():
