@@ -78,13 +78,13 @@ def time_collectors(config, policy: PolicyNet, workers_counts: list[int], rounds
     return seconds, outside, spread, updates, collectors[list(collectors)[-1]]
 
 
-def report(config, config_path: str, overrides: list[str], rounds: int, seconds: dict, outside: dict, spread: dict, updates: list[float],
-           ray_collector: RayCollector) -> None:
+def report(config, config_path: str, overrides: list[str], rounds: int, seconds: dict, outside: dict, spread: dict,
+           updates: list[float], ray_collector: RayCollector) -> None:
     steps = config.batch_size
     base = statistics.median(seconds["in process"])
     update = statistics.median(updates)
-    print(f"{' '.join([config_path, *overrides])}: {config.env.num_envs} envs x {config.ppo.num_steps} steps = {steps} steps per rollout, "
-          f"{rounds} rounds, medians")
+    print(f"{' '.join([config_path, *overrides])}: {config.env.num_envs} envs x {config.ppo.num_steps} steps = "
+          f"{steps} steps per rollout, {rounds} rounds, medians")
     print("| collector | rollout (s) | of which transfer (s) | workers' spread (s) | env steps/s | vs in process | "
           "rollout / update |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

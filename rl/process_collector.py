@@ -72,9 +72,9 @@ def round_trips(error: BaseException) -> bool:
 def serve(pipe: Connection, learner_ends: list[Connection], config: Config, env_indices: range,
           place: EpisodeProgress | None) -> None:
     """A worker's life: build its envs (replayed to ``place`` if given), say ``ready``, then answer
-    each set of weights with ``(Rollout, EpisodeProgress, its collection's seconds)`` until told to close (``None``). An
-    exception is sent back as ``("error", (the exception or None, its traceback))``, and the
-    worker ends.
+    each set of weights with ``(Rollout, EpisodeProgress, the seconds it took to collect)`` until
+    told to close (``None``). An exception is sent back as ``("error", (the exception or None, its
+    traceback))``, and the worker ends.
 
     ``learner_ends`` are the learner's ends of the pipes made so far, this worker's among them,
     which a forked worker holds copies of: closed first, so that when the learner dies (even by

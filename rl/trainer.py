@@ -200,8 +200,9 @@ class Trainer:
 
                     updated = time.perf_counter()
                     sps = (self.global_step - start_step) / max(time.time() - start_time, 1e-9)  # 4. log
-                    self._log(writer, rollout, step_before, stats, {
-                        tags.SPS: sps, tags.COLLECTION_SECONDS: collected - started, tags.UPDATE_SECONDS: updated - collected})
+                    speed = {tags.SPS: sps, tags.COLLECTION_SECONDS: collected - started,
+                             tags.UPDATE_SECONDS: updated - collected}
+                    self._log(writer, rollout, step_before, stats, speed)
                     if self.update % config.run.checkpoint_every == 0 or self.update == last:
                         self.save()
                     if config.run.image_every and not stop.requested and (
