@@ -91,8 +91,8 @@ class EnvConfig:
     """Envs whose observations share one forward pass while collecting: envs 0-3, 4-7, ... for 4
     (the last group may be smaller). A group's actions depend on its own observations alone, and
     the async halves and the worker processes or Ray actors each take whole groups, so the rollout
-    is still the same however they are split. 1 gives every env its own pass: 1.7-2.2x the forward time on floor
-    plans (docs/performance.md, "Forward passes in groups of envs")."""
+    is still the same however they are split. 1 gives every env its own pass: 1.7-2.2x the forward
+    time on floor plans (docs/performance.md, "Forward passes in groups of envs")."""
 
     @property
     def n_forward_groups(self) -> int:

@@ -64,7 +64,7 @@ def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys
 def test_collector_speed_rows_give_the_workers_their_transfer_and_spread(capsys):
     assert collector_speed.main(["--config", str(SMOKE), "--workers", "1", "--rounds", "1", "env.num_envs=2"]) == 0
     out = capsys.readouterr().out
-    assert "env.num_envs=2: 2 envs x" in out  # the override reached every collector's config
+    assert "env.num_envs=2: 2 envs x" in out  # the override reached the bench's config
     table = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines() if line.startswith("| ")]
     rows = {cells[0]: cells[1:] for cells in table if cells[0].startswith(("in process", "processes", "ray"))}
     assert list(rows) == ["in process", "processes, 1 worker", "ray, 1 worker"]
