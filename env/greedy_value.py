@@ -58,54 +58,69 @@ def play_greedy(world: GridExploreEnv, max_moves: int) -> tuple[list[int], list[
 
 @dataclass
 class GreedyPlan:
-    """Greedy's moves from a state to the end: ``actions`` and their ``rewards``, ``keys`` the
-    ``state_key`` before each move, and whether the plan ``ends`` the episode (terminated or
-    stuck) rather than stopping at its move limit, so that its rest is whole wherever it is joined."""
+    """Greedy's moves from a state to the end: ``actions``, their ``rewards`` and their travel
+    (``hops``, each as the env adds it), ``keys`` the ``state_key`` before each move, and whether
+    the plan ``ends`` the episode (terminated or stuck) rather than stopping at its move limit, so
+    that its rest is whole wherever it is joined. A plan that ends also says whether it
+    ``terminated`` (the map explored whole) and the cell its robot ends on (``end_cell``)."""
     actions: list[int] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
+    hops: list[float] = field(default_factory=list)
     keys: list[bytes] = field(default_factory=list)
     ends: bool = False
+    terminated: bool = False
+    end_cell: tuple[int, int] = (0, 0)
 
     def advance(self) -> None:
         """Drop the first move: the robot made it."""
-        del self.actions[0], self.rewards[0], self.keys[0]
+        del self.actions[0], self.rewards[0], self.hops[0], self.keys[0]
+
+    def rest(self, first: int, max_moves: int) -> "GreedyPlan":
+        """The plan from its move ``first`` on, cut at ``max_moves`` moves (then it does not end)."""
+        last = first + max_moves
+        ends = self.ends and len(self.actions) <= last
+        return GreedyPlan(self.actions[first:last], self.rewards[first:last], self.hops[first:last],
+                          self.keys[first:last], ends, ends and self.terminated, self.end_cell)
 
 
 PlanEndings = dict[bytes, tuple[GreedyPlan, int]]
-"""Every state the whole plans of an episode passed through (``state_key``): a copy of the plan
-and the index of the state's move in it. Any of them may be joined: equal keys, equal futures."""
+"""Every state the whole plans of an episode (or of a lookahead's play-outs) passed through
+(``state_key``): a copy of the plan and the index of the state's move in it. Any of them may be
+joined: equal keys, equal futures."""
 
 
 def remember(endings: PlanEndings, plan: GreedyPlan) -> None:
     """Add the states of ``plan`` to ``endings`` if the plan ends the episode (a copy of it: the
     plan itself shrinks as the robot follows it)."""
     if plan.ends:
-        kept = GreedyPlan(list(plan.actions), list(plan.rewards), list(plan.keys), ends=True)
+        kept = plan.rest(0, len(plan.actions))
         for i, key in enumerate(kept.keys):
             endings.setdefault(key, (kept, i))
 
 
 def play_greedy_joining(world: GridExploreEnv, max_moves: int, endings: PlanEndings) -> GreedyPlan:
-    """``play_greedy``'s moves and rewards from ``world`` (mutated), as a plan: played until the
-    state is one of ``endings`` (the states of whole plans of the same episode), whose plan's
-    rest then follows, cut at ``max_moves`` moves from here as ``play_greedy`` would be."""
+    """``play_greedy``'s moves and rewards from ``world`` (mutated, its episode not over), as a
+    plan: played until the state is one of ``endings`` (the states of whole plans of the same
+    episode), whose plan's rest then follows, cut at ``max_moves`` moves from here as
+    ``play_greedy`` would be. ``world`` is left where the playing stopped: at the join, the
+    joined rest's moves are in the plan only."""
     plan = GreedyPlan()
+    terminated = False
     while not world.episode_over and len(plan.actions) < max_moves:
         key = world.state_key()
         if key in endings:  # from here greedy repeats that plan, move for move
             earlier, joined = endings[key]
-            plan.actions += earlier.actions[joined:]
-            plan.rewards += earlier.rewards[joined:]
-            plan.keys += earlier.keys[joined:]
-            plan.ends = len(plan.actions) <= max_moves
-            del plan.actions[max_moves:], plan.rewards[max_moves:], plan.keys[max_moves:]
-            return plan
+            rest = earlier.rest(joined, max_moves - len(plan.actions))
+            return GreedyPlan(plan.actions + rest.actions, plan.rewards + rest.rewards, plan.hops + rest.hops,
+                              plan.keys + rest.keys, rest.ends, rest.terminated, rest.end_cell)
         action = greedy_move(world)
-        reward, _ = world.play(action)
+        plan.hops.append(world.graph.slot_length(world.robot_node, action))
+        reward, terminated = world.play(action)
         plan.actions.append(action)
         plan.rewards.append(float(reward))
         plan.keys.append(key)
-    plan.ends = world.episode_over
+    plan.ends, plan.terminated = world.episode_over, terminated
+    plan.end_cell = tuple(int(v) for v in world.graph.node_rc[world.robot_node])
     return plan
 
 

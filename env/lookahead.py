@@ -33,14 +33,13 @@ call of the continuation per step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from env.baselines import Policy, greedy_move
-from env.greedy_value import play_greedy
+from env.greedy_value import PlanEndings, play_greedy, play_greedy_joining, remember
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
 from env.sensing import FREE, OCCUPIED, UNKNOWN
@@ -64,74 +63,44 @@ def played_after(world: GridExploreEnv, slot: int) -> tuple[GridExploreEnv, bool
     return world, terminated
 
 
-@dataclass(frozen=True)
-class PlayedOut:
-    """The end of a greedy play-out: the travel of each of its moves from some state on, in
-    order, whether it terminated (else it ended stuck) and the cell the robot ended on."""
-    hops: tuple[float, ...]
-    terminated: bool
-    end_cell: tuple[int, int]
-
-
-Endings = dict[bytes, tuple[PlayedOut, int]]
-"""The play-outs of a lookahead so far, by each state they passed through (``state_key``): the
-play-out and the index of the state's first move in its ``hops``."""
-
-
 def travel_after(world: GridExploreEnv, slot: int, end_cost: np.ndarray | None = None,
-                 endings: Endings | None = None) -> float:
+                 endings: PlanEndings | None = None) -> float:
     """C(s, slot): the travel at the end of the episode if the robot takes ``slot`` in ``world``
     and then plays greedy (``played_after``); infinite if the step limit comes first. With
     ``end_cost`` ([H, W], unpadded; an ``EndPrice``'s), plus its value at the cell where the
     robot ends.
 
     With ``endings`` (shared by the slots of one state, ``lookahead_costs``), greedy plays until
-    it reaches a state an earlier play-out passed through and that play-out's moves finish it,
-    their travel added one by one as the play-out's own would be: the same C to the last bit,
-    with fewer moves played (about half on the floor plans, where the play-outs of a state's
-    moves mostly meet; docs/performance.md). This play-out's states are then added to ``endings``."""
+    it reaches a state an earlier play-out passed through and that play-out's moves finish it
+    (``env.greedy_value.play_greedy_joining``, as ``GreedyValue`` joins its plans), their travel
+    added one by one as the play-out's own would be: the same C to the last bit, with fewer moves
+    played (about half on the floor plans, where the play-outs of a state's moves mostly meet;
+    docs/performance.md). This play-out's states are then added to ``endings``."""
     if endings is None:
         played, terminated = played_after(world, slot)
-        end_cell = tuple(played.graph.node_rc[played.robot_node])
+        travel, end_cell = played.travel_distance, tuple(played.graph.node_rc[played.robot_node])
     else:
-        played, terminated, end_cell = _played_joining(world, slot, endings)
+        travel, terminated, end_cell = _played_joining(world, slot, endings)
     if not terminated:
         return float("inf")
     if end_cost is None:
-        return played.travel_distance
-    return played.travel_distance + float(end_cost[end_cell])
+        return travel
+    return travel + float(end_cost[end_cell])
 
 
-def _played_joining(world: GridExploreEnv, slot: int, endings: Endings) -> tuple[GridExploreEnv, bool, tuple[int, int]]:
-    """``travel_after``'s play-out joined to ``endings``: (a copy whose ``travel_distance`` is the
-    play-out's whole travel, whether it terminated, the cell it ended on)."""
+def _played_joining(world: GridExploreEnv, slot: int, endings: PlanEndings) -> tuple[float, bool, tuple[int, int]]:
+    """``travel_after``'s play-out joined to ``endings``: (its whole travel, whether it terminated,
+    the cell it ended on)."""
     world = world.lookahead_copy()
     _, terminated = world.play(slot)
-    budget = world.config.max_steps - world.steps  # greedy's moves before the step limit
-    keys: list[bytes] = []
-    hops: list[float] = []
-    while not (terminated or world.episode_over) and len(hops) < budget:
-        key = world.state_key()
-        if key in endings:
-            earlier, at = endings[key]
-            rest = earlier.hops[at:]
-            if len(hops) + len(rest) > budget:  # this one would meet the step limit first
-                return world, False, (0, 0)
-            for hop in rest:
-                world.travel_distance += hop
-            ending = PlayedOut(tuple(hops) + rest, earlier.terminated, earlier.end_cell)
-            break
-        action = greedy_move(world)
-        keys.append(key)
-        hops.append(world.graph.slot_length(world.robot_node, action))
-        _, terminated = world.play(action)
-    else:
-        if not (terminated or world.episode_over):  # cut at the step limit: not an ending to join
-            return world, False, (0, 0)
-        ending = PlayedOut(tuple(hops), terminated, tuple(int(v) for v in world.graph.node_rc[world.robot_node]))
-    for i, key in enumerate(keys):
-        endings[key] = (ending, i)
-    return world, ending.terminated, ending.end_cell
+    if world.episode_over:  # the slot's own move ended it
+        return world.travel_distance, terminated, tuple(world.graph.node_rc[world.robot_node])
+    travel = world.travel_distance
+    plan = play_greedy_joining(world, world.config.max_steps - world.steps, endings)
+    remember(endings, plan)
+    for hop in plan.hops:  # the env's own sum, hop by hop, over the moves played and joined alike
+        travel += hop
+    return travel, plan.terminated, plan.end_cell
 
 
 def travel_after_each(world: GridExploreEnv, slots: np.ndarray, continuation: Continuation) -> np.ndarray:
@@ -168,7 +137,7 @@ def lookahead_costs(world: GridExploreEnv, action_mask: np.ndarray, continuation
     if continuation is not None:
         costs[slots] = travel_after_each(world, slots, continuation)
         return costs
-    endings: Endings = {}
+    endings: PlanEndings = {}
     for slot in slots:
         costs[slot] = travel_after(world, int(slot), end_cost, endings)
     return costs

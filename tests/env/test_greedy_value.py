@@ -138,9 +138,15 @@ def test_a_plan_that_ends_is_joined_where_the_state_is_one_it_passes_through(mon
     monkeypatch.setattr(greedy_value_module, "greedy_move", None)  # joined at once: greedy never asked
     joined = play_greedy_joining(world.lookahead_copy(), 200, endings)
     assert joined.actions == earlier.actions[3:] and joined.rewards == earlier.rewards[3:]
-    assert joined.keys == earlier.keys[3:] and joined.ends
+    assert joined.keys == earlier.keys[3:] and joined.hops == earlier.hops[3:] and joined.ends
+    replay, travel = env.unwrapped.lookahead_copy(), env.unwrapped.travel_distance  # the plan's moves, played
+    for action, hop in zip(earlier.actions, earlier.hops):
+        replay.play(action)
+        travel += hop
+    assert replay.travel_distance == travel and replay.episode_over and not replay.stuck  # the env's own sum
+    assert joined.terminated and joined.end_cell == earlier.end_cell == tuple(replay.graph.node_rc[replay.robot_node])
     cut = play_greedy_joining(world.lookahead_copy(), 4, endings)  # the same rest, cut at 4 moves
-    assert cut.actions == earlier.actions[3:7] and not cut.ends
+    assert cut.actions == earlier.actions[3:7] and cut.hops == earlier.hops[3:7] and not (cut.ends or cut.terminated)
 
 
 def test_a_plan_cut_at_its_move_limit_is_not_joined():

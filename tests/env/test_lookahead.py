@@ -4,6 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import env.greedy_value as greedy_value
 import env.lookahead as lookahead
 from env.baselines import greedy
 from env.lookahead import lookahead_costs, travel_after
@@ -37,8 +38,8 @@ def test_joined_play_outs_cost_what_each_slots_own_play_out_costs(kind, seed, ma
     limit cuts some play-outs (an infinite C, a play-out never joined), and every C still agrees.
     Where nothing is cut, most of the moves are joined, not played."""
     played = []
-    greedy_move = lookahead.greedy_move
-    monkeypatch.setattr(lookahead, "greedy_move", lambda world: played.append(1) or greedy_move(world))
+    greedy_move = greedy_value.greedy_move
+    monkeypatch.setattr(greedy_value, "greedy_move", lambda world: played.append(1) or greedy_move(world))
     end_cost = np.random.default_rng(seed).random((32, 32)) * 10
     joined_moves = alone_moves = infinite = 0
     for world, obs in states(kind, seed, max_steps):
