@@ -157,6 +157,13 @@ class PPOConfig:
     fastest where the encoder packs the batch (the CPU kernel: no padding rows at all) and on a GPU;
     more help only the padded paths on the CPU (``model.attention_impl`` sdpa, reference, sparse;
     docs/performance.md)."""
+    update_threads: int = 2
+    """Python threads each minibatch is split across on the CPU, each part's forward and backward
+    on ``torch.get_num_threads() // update_threads`` torch threads (at most one part per torch
+    thread); their gradients are summed in a fixed order, so a run still repeats bit for bit. The
+    update's products scale poorly over torch's own threads at these sizes: two halves on one
+    thread each make the update 1.2-1.4x faster on 2 cores than one pass on both
+    (docs/performance.md). 1 is one pass; a GPU always takes one."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with
@@ -166,7 +173,8 @@ class PPOConfig:
     time, bf16 is slower on the CPU. On a GPU float32 was faster (an H200; docs/performance.md)."""
 
     def __post_init__(self) -> None:
-        for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):
+        for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets",
+                     "update_threads"):
             check_at_least_one(f"ppo.{name}", getattr(self, name), ConfigError)
         for name in ("learning_rate", "max_grad_norm"):
             check_positive(f"ppo.{name}", getattr(self, name), ConfigError)

@@ -102,16 +102,21 @@ def forward_observations(policy: nn.Module, obs: Mapping[str, Tensor], size_buck
 
 
 @contextmanager
-def one_torch_thread() -> Iterator[None]:
-    """Run the block with ``torch.set_num_threads(1)``, then restore the thread count."""
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(count)``, then restore the thread count."""
     threads = torch.get_num_threads()
-    if threads != 1:
-        torch.set_num_threads(1)
+    if threads != count:
+        torch.set_num_threads(count)
     try:
         yield
     finally:
-        if threads != 1:
+        if threads != count:
             torch.set_num_threads(threads)
+
+
+def one_torch_thread():
+    """Run the block with ``torch.set_num_threads(1)``, then restore the thread count."""
+    return torch_threads(1)
 
 
 def forward_groups(policy: nn.Module, obs: Mapping[str, Any], groups: Sequence[range]) -> tuple[Tensor, Tensor]:

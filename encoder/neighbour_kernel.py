@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,12 +59,18 @@ def build_directory() -> Path:
     return Path(root) / version / f"{NAME}_{instructions}"
 
 
+_LOADING = threading.Lock()
+"""Held while ``load_kernel`` builds or loads the kernel: ``functools.cache`` alone lets two threads both build it."""
+
+
 def load_kernel():
     """The kernel's operators (``torch.ops.neighbour_attention``: ``csr_from_mask``, ``forward`` and
     ``backward``), built on the first call of the process if the build folder has none. Raises
     RuntimeError, with the compiler's reason, when it cannot be built; the outcome, either way, is
-    kept for the rest of the process."""
-    kernel, error = _build_or_load()
+    kept for the rest of the process. Threads of one process wait for the first to finish
+    (``ppo_update`` runs a minibatch's parts on threads, which may be the first to need it)."""
+    with _LOADING:
+        kernel, error = _build_or_load()
     if error is not None:
         raise RuntimeError(error)
     return kernel

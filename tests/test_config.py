@@ -128,6 +128,7 @@ def test_the_attention_names_are_the_encoders():
     ("model.tanh_clipping=.nan", r"model.tanh_clipping must be a finite number > 0, got nan"),
     ("model.n_heads=[", r"override 'model.n_heads=\[': the value is not valid YAML"),
     ("env.forward_group=0", r"env.forward_group must be >= 1, got 0"),
+    ("ppo.update_threads=0", r"ppo.update_threads must be >= 1, got 0"),
 ])
 def test_out_of_range_values_are_refused_naming_the_key(override, message):
     with pytest.raises(ConfigError, match=message):

@@ -1,4 +1,6 @@
 """The masked action distribution and one PPO update on a synthetic rollout."""
+import threading
+
 import pytest
 import torch
 
@@ -7,8 +9,9 @@ from config import ModelConfig, PPOConfig
 from env.observation import N_NODE_FEATURES
 from policy import PolicyNet
 from rl.buffer import Rollout
-from graph_batch import forward_observations
-from rl.ppo import NonFiniteLossError, adam, explained_variance, masked_policy, ppo_update
+import rl.ppo
+from graph_batch import forward_observations, torch_threads
+from rl.ppo import NonFiniteLossError, adam, explained_variance, masked_policy, ppo_update, update_parts
 
 
 def test_masked_actions_have_probability_zero_and_no_entropy_share():
@@ -110,6 +113,63 @@ def test_update_in_size_buckets_moves_the_weights_as_the_update_in_one_call():
     moved = (weights[0] - torch.cat([p.detach().flatten() for p in small_policy().parameters()])).abs().max()
     assert moved > 1e-4  # the update did something to compare
     torch.testing.assert_close(weights[1], weights[0], rtol=1e-4, atol=1e-5)
+
+
+def sampled_rollout(policy):
+    """A synthetic rollout of graphs of different sizes with the moves ``policy`` samples."""
+    rollout = synthetic_rollout(N=12, full=False)
+    with torch.no_grad():
+        logits, values = forward_observations(policy, rollout.flat_obs(torch.arange(32)))
+        dist = masked_policy(logits)
+        actions = dist.sample()
+    rollout.actions, rollout.logprobs, rollout.values = actions.view(8, 4), dist.log_prob(actions).view(8, 4), values.view(8, 4)
+    return rollout
+
+
+def updated_weights(rollout, advantages, **settings):
+    """The weights of ``small_policy()`` after one update with ``settings``, on two torch threads."""
+    policy = small_policy()
+    torch.manual_seed(1)  # the same minibatches
+    with torch_threads(2):
+        ppo_update(policy, adam(policy.parameters(), 1e-3), rollout, advantages, advantages + rollout.values,
+                   PPOConfig(num_minibatches=2, update_epochs=2, **settings), 0)
+    return torch.cat([p.detach().flatten() for p in policy.parameters()])
+
+
+def test_an_update_split_over_threads_moves_the_weights_as_one_pass_and_repeats_bit_for_bit():
+    """Each minibatch in two parts on two threads against one pass (autograd over the whole mean
+    loss, CleanRL's update): the same step up to the order of float sums; and the split update
+    run twice gives the same bits."""
+    rollout = sampled_rollout(small_policy())
+    advantages = torch.randn(8, 4)
+    one_pass = updated_weights(rollout, advantages, update_threads=1)
+    split = updated_weights(rollout, advantages, update_threads=2)
+    assert (one_pass - torch.cat([p.detach().flatten() for p in small_policy().parameters()])).abs().max() > 1e-4
+    assert not torch.equal(split, one_pass)  # other sums: the comparison below is not of one computation
+    torch.testing.assert_close(split, one_pass, rtol=1e-4, atol=1e-5)
+    assert torch.equal(updated_weights(rollout, advantages, update_threads=2), split)
+
+
+def test_the_parts_run_on_threads_of_their_own_each_on_its_share_of_torchs_threads(monkeypatch):
+    seen = []
+    forward = rl.ppo.forward_observations
+
+    def recording(policy, obs, *args):
+        seen.append((threading.get_ident(), torch.get_num_threads(), len(obs["node_mask"])))
+        return forward(policy, obs, *args)
+
+    monkeypatch.setattr(rl.ppo, "forward_observations", recording)
+    policy = small_policy()
+    rollout = sampled_rollout(policy)
+    with torch_threads(2):
+        ppo_update(policy, adam(policy.parameters(), 1e-3), rollout, torch.randn(8, 4), rollout.values,
+                   PPOConfig(num_minibatches=2, update_epochs=1, update_threads=2), 0)
+        assert torch.get_num_threads() == 2  # given back after the update
+    assert len(seen) == 4 and {threads for _, threads, _ in seen} == {1} and sum(n for *_, n in seen) == 32
+    assert threading.get_ident() not in {thread for thread, _, _ in seen} and len({thread for thread, _, _ in seen}) == 2
+    with torch_threads(1):
+        assert update_parts(PPOConfig(update_threads=2), torch.device("cpu")) == 1  # one part per torch thread at most
+    assert update_parts(PPOConfig(update_threads=2), torch.device("cuda")) == 1  # a GPU takes one pass
 
 
 def test_a_non_finite_loss_stops_the_update_before_the_weights_change():
