@@ -161,9 +161,9 @@ class PPOConfig:
     """Python threads each minibatch is split across on the CPU, each part's forward and backward
     on ``torch.get_num_threads() // update_threads`` torch threads (at most one part per torch
     thread); their gradients are summed in a fixed order, so a run still repeats bit for bit. The
-    update's products scale poorly over torch's own threads at these sizes: two halves on one
-    thread each make the update 1.2-1.4x faster on 2 cores than one pass on both
-    (docs/performance.md). 1 is one pass; a GPU always takes one."""
+    update's products scale poorly over torch's own threads at these sizes: on 2 cores, two halves
+    on one thread each make the default config's update 1.26x and the floor plans' 1.11x as fast as
+    one pass on both (docs/performance.md). 1 is one pass; a GPU always takes one."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with

@@ -35,11 +35,12 @@ EVALUATION = "evaluation.json"
 CURVES = {"return": tags.EPISODIC_RETURN, "coverage": tags.COVERAGE, "travel": tags.TRAVEL_DISTANCE}
 """The learning curves a result keeps (name -> the run's tensorboard tag), for the sweep's plots."""
 
-NOT_SHAPING_A_RUN = ("run.torch_threads", "run.device", "run.run_dir", "run.keep_checkpoints", "env.vector",
-                     "env.workers")
-"""Settings a rerun may change without making a finished run stale: they decide how fast, where
-(a sweep folder moved to another disk), what is kept on disk or which collector gathers the
-rollouts (every collector gathers the same, bit for bit), not what is learned."""
+NOT_SHAPING_A_RUN = ("run.torch_threads", "ppo.update_threads", "run.device", "run.run_dir", "run.keep_checkpoints",
+                     "env.vector", "env.workers")
+"""Settings a rerun may change without making a finished run stale: they decide how fast (torch's
+threads and the update's change only the order of float sums), where (a sweep folder moved to
+another disk), what is kept on disk or which collector gathers the rollouts (every collector
+gathers the same, bit for bit), not what is learned."""
 
 
 class StaleRunError(ValueError):

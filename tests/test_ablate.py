@@ -282,7 +282,7 @@ def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
     assert not (run_dir / "result.json").exists()
 
 
-def test_which_collector_made_a_run_does_not_make_it_stale(tmp_path):
+def test_which_collector_or_update_threads_made_a_run_does_not_make_it_stale(tmp_path):
     from config import load_config, save_config
     from rl.sweep import RunSpec, StaleRunError, check_reusable, spec_config
 
@@ -293,6 +293,12 @@ def test_which_collector_made_a_run_does_not_make_it_stale(tmp_path):
     made = ["seed=1", f"run.run_dir={tmp_path}", "run.image_every=0"]
     save_config(load_config(SMOKE, [*made, "env.vector=async", "env.workers=2"]), tmp_path / "config.yaml")
     check_reusable(tmp_path, asked)  # the same rollouts, bit for bit: the run is still this one
+    config_yaml = tmp_path / "config.yaml"
+    save_config(load_config(SMOKE, [*made, "ppo.update_threads=1"]), config_yaml)
+    check_reusable(tmp_path, asked)  # only the order of the update's float sums differs
+    config_yaml.write_text("".join(line for line in config_yaml.read_text().splitlines(keepends=True)
+                                   if "update_threads" not in line))
+    check_reusable(tmp_path, asked)  # a run made before the setting existed
     save_config(load_config(SMOKE, [*made, "env.forward_group=2"]), tmp_path / "config.yaml")
     with pytest.raises(StaleRunError, match="env.forward_group: 2 there, 1 asked"):
         check_reusable(tmp_path, asked)
