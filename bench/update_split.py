@@ -10,7 +10,9 @@ the rest (the envs' steps and resets, bookkeeping). With ``env.vector: async`` t
 included, run in their own processes, unprofiled: the rest is then mostly the wait for them.
 ``env.vector=sync`` shows W. The update splits into the minibatch forward
 passes, the backward passes, gradient clipping, the optimizer step and the rest (losses, checks).
-cProfile adds a little to every Python call, so the split is a guide, not a timing; run it alone.
+cProfile sees only the thread it runs in, so the update runs as one pass here
+(``ppo.update_threads=1``, whatever the config says; docs/performance.md, "The update split over
+threads"). cProfile adds a little to every Python call, so the split is a guide, not a timing; run it alone.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ PHASES = (
     ("GAE", None, "rl/gae.py", "compute_gae"),
     ("PPO update", None, "rl/ppo.py", "ppo_update"),
     ("forward", "PPO update", "graph_batch.py", "forward_observations"),
-    ("backward", "PPO update", "torch/_tensor.py", "backward"),
+    ("backward", "PPO update", "torch/autograd/__init__.py", "grad"),
     ("clip_grad_norm_", "PPO update", "torch/nn/utils/clip_grad.py", "clip_grad_norm_"),
     ("optimizer step", "PPO update", "torch/optim/adam.py", "step"),
     ("logging", None, "rl/trainer.py", "_log"),
@@ -53,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     batch_size = load_config(args.config, args.overrides).batch_size
     config = load_config(args.config, [*args.overrides, f"ppo.total_timesteps={args.updates * batch_size}",
-                                       "run.image_every=0"])
+                                       "run.image_every=0", "ppo.update_threads=1"])  # one thread, profiled
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer.create(config, Path(tmp) / "run")
         profiler = cProfile.Profile()
@@ -61,7 +63,7 @@ def main() -> None:
     stats = pstats.Stats(profiler)
     total = cumulative_seconds(stats, "rl/trainer.py", "train")
     seconds = {phase: cumulative_seconds(stats, suffix, name) for phase, _, suffix, name in PHASES}
-    print(f"{args.config} {' '.join(args.overrides)}: {args.updates} updates of {batch_size} env steps, "
+    print(f"{args.config} {' '.join(args.overrides)} ppo.update_threads=1: {args.updates} updates of {batch_size} env steps, "
           f"{total:.1f} s in all ({args.updates * batch_size / total:.0f} env steps/s under the profiler)")
     print("| phase | s per update | share of the loop |")
     print("| --- | --- | --- |")
