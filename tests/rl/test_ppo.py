@@ -150,6 +150,40 @@ def test_an_update_split_over_threads_moves_the_weights_as_one_pass_and_repeats_
     assert torch.equal(updated_weights(rollout, advantages, update_threads=2), split)
 
 
+def test_a_split_update_step_is_cleanrls_step_on_the_whole_minibatch():
+    """One minibatch, one epoch, in two parts on two threads, against CleanRL's loss written out
+    here over the whole minibatch (normalised advantages, clipped surrogate, clipped value loss,
+    entropy bonus), one backward, the clip and one Adam step."""
+    rollout = sampled_rollout(small_policy())
+    advantages = torch.randn(8, 4)
+    returns = advantages + rollout.values
+    c = PPOConfig(num_minibatches=1, update_epochs=1, update_threads=2)
+    reference = small_policy()
+    optimizer = adam(reference.parameters(), 1e-3)
+    torch.manual_seed(1)
+    index = torch.randperm(32)  # the update's own permutation: the same order of states
+    logits, values = forward_observations(reference, rollout.flat_obs(index))
+    dist = masked_policy(logits)
+    ratio = (dist.log_prob(rollout.actions.flatten()[index]) - rollout.logprobs.flatten()[index]).exp()
+    adv = advantages.flatten()[index]
+    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+    surrogate = torch.max(-adv * ratio, -adv * ratio.clamp(1 - c.clip_coef, 1 + c.clip_coef)).mean()
+    old, target = rollout.values.flatten()[index], returns.flatten()[index]
+    clipped = old + (values - old).clamp(-c.clip_coef, c.clip_coef)
+    value_loss = 0.5 * torch.max((values - target) ** 2, (clipped - target) ** 2).mean()
+    (surrogate - c.ent_coef * dist.entropy().mean() + c.vf_coef * value_loss).backward()
+    torch.nn.utils.clip_grad_norm_(reference.parameters(), c.max_grad_norm)
+    optimizer.step()
+
+    policy = small_policy()
+    torch.manual_seed(1)
+    with torch_threads(2):
+        ppo_update(policy, adam(policy.parameters(), 1e-3), rollout, advantages, returns, c, 0)
+    ours, theirs = (torch.cat([p.detach().flatten() for p in net.parameters()]) for net in (policy, reference))
+    assert (theirs - torch.cat([p.detach().flatten() for p in small_policy().parameters()])).abs().max() > 1e-4
+    torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
 def test_the_parts_run_on_threads_of_their_own_each_on_its_share_of_torchs_threads(monkeypatch):
     seen = []
     forward = rl.ppo.forward_observations
