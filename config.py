@@ -157,13 +157,15 @@ class PPOConfig:
     fastest where the encoder packs the batch (the CPU kernel: no padding rows at all) and on a GPU;
     more help only the padded paths on the CPU (``model.attention_impl`` sdpa, reference, sparse;
     docs/performance.md)."""
-    update_threads: int = 2
+    update_threads: int = 1
     """Python threads each minibatch is split across on the CPU, each part's forward and backward
     on ``torch.get_num_threads() // update_threads`` torch threads (at most one part per torch
-    thread); their gradients are summed in a fixed order, so a run still repeats bit for bit. The
-    update's products scale poorly over torch's own threads at these sizes: on 2 cores, two halves
-    on one thread each make the default config's update 1.26x and the floor plans' 1.11x as fast as
-    one pass on both (docs/performance.md). 1 is one pass; a GPU always takes one."""
+    thread); their gradients are summed in a fixed order, so a run still repeats bit for bit. 1,
+    the default, is one pass; a GPU always takes one. The update's products scale poorly over
+    torch's own threads at these sizes: on 2 cores, 2 makes the default config's update 1.26x and
+    the floor plans' 1.11x as fast (docs/performance.md), the same update up to float rounding; but
+    two default trainings with 2 each travelled 1.2-2.2% longer per map than their one-pass twins
+    of the same seed, with no cause found (docs/results.md section 1), so it is not the default."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with
