@@ -150,6 +150,34 @@ def test_an_update_split_over_threads_moves_the_weights_as_one_pass_and_repeats_
     assert torch.equal(updated_weights(rollout, advantages, update_threads=2), split)
 
 
+class RecordingOptimizer:
+    """Keeps each step's gradients and moves no weight: every minibatch's gradients at the same weights."""
+
+    def __init__(self, parameters):
+        self.parameters, self.steps = list(parameters), []
+
+    def step(self):
+        self.steps.append(torch.cat([p.grad.flatten() for p in self.parameters]))
+
+
+def test_the_split_updates_gradients_are_one_passs_gradients():
+    """Compared before Adam, which is blind to a gradient's scale per weight: each minibatch's
+    clipped gradients, in two parts and in one pass, at the same weights."""
+    rollout = sampled_rollout(small_policy())
+    advantages = torch.randn(8, 4)
+    recorded = []
+    for threads in (1, 2):
+        policy = small_policy()
+        optimizer = RecordingOptimizer(policy.parameters())
+        torch.manual_seed(1)
+        with torch_threads(2):
+            ppo_update(policy, optimizer, rollout, advantages, advantages + rollout.values,
+                       PPOConfig(num_minibatches=2, update_epochs=2, update_threads=threads), 0)
+        recorded.append(torch.stack(optimizer.steps))
+    assert recorded[0].shape[0] == 4 and recorded[0].abs().max() > 1e-3
+    torch.testing.assert_close(recorded[1], recorded[0], rtol=1e-5, atol=1e-7)
+
+
 def test_a_split_update_step_is_cleanrls_step_on_the_whole_minibatch():
     """One minibatch, one epoch, in two parts on two threads, against CleanRL's loss written out
     here over the whole minibatch (normalised advantages, clipped surrogate, clipped value loss,
