@@ -164,9 +164,9 @@ class PPOConfig:
     the default, is one pass; a GPU always takes one. The update's products scale poorly over
     torch's own threads at these sizes: on 2 cores, 2 makes the default config's update 1.26x and
     the floor plans' 1.11x as fast (docs/performance.md), the same update up to float rounding; but
-    three default trainings with 2 each travelled 1.2-2.2% longer per map than their one-pass
-    twins of the same seed on 300 held-out maps, with no cause found (docs/results.md section 1),
-    so it is not the default."""
+    four default trainings with 2 each travelled 1.2-2.2% longer per map than their one-pass
+    twins of the same seed on 300 held-out maps (1.016 ± 0.008), with no cause found
+    (docs/results.md section 1), so it is not the default."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with
