@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import atexit
 import functools
+import multiprocessing
+import multiprocessing.forkserver
 import signal
 import sys
 import threading
@@ -133,7 +135,7 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
         return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
     start_method, envs = env_start_method(), None
     try:
-        with interrupts_ignored_by_children(spawned=start_method == "spawn"):
+        with interrupts_ignored_by_children():
             envs = AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
                                   context=start_method)
     except BaseException:  # e.g. a Ctrl-C that came while the processes started, delivered now
@@ -181,17 +183,47 @@ def stop_at_once(envs: AsyncVectorEnv) -> None:
 
 
 def env_start_method() -> str | None:
-    """How an ``AsyncVectorEnv``'s processes start: the platform's default (a fork on Linux, which
-    costs no imports), or ``"spawn"``, a fresh interpreter, in a process that runs Ray: Ray's gRPC
-    threads hold locks that a forked child inherits held and may wait on forever (seen: an env
-    process of ``bench.collector_speed``, forked inside its Ray session, hung in gRPC's clean-up
-    during its first reset). Ray is only looked up, never imported, here."""
+    """How env and rollout-worker processes start: the platform's default (a fork on Linux, which
+    costs no imports), or ``"forkserver"`` in a process that runs Ray. Ray's gRPC threads hold
+    locks that a forked child inherits held and may wait on forever (seen: an env process of
+    ``bench.collector_speed``, forked inside its Ray session, hung in gRPC's clean-up during its
+    first reset), so there a worker is forked from this process's fork server instead: a fresh
+    interpreter that runs no thread, started once (``start_fork_server``) with the workers' modules
+    imported. A smoke training's rollout worker so started costs about 1 s more than a fork; a fresh
+    interpreter each (``spawn``, which this replaced) cost about 5 s more (docs/performance.md, "Workers
+    forked from a fork server where Ray runs"). Ray is only looked up, never imported, here."""
     ray = sys.modules.get("ray")
-    return "spawn" if ray is not None and ray.is_initialized() else None
+    if ray is None or not ray.is_initialized():
+        return None
+    start_fork_server()
+    return "forkserver"
+
+
+FORK_SERVER_PRELOAD = ["rl.process_collector"]
+"""What the fork server imports before it forks a worker: the rollout worker's modules (torch, the
+policy, the envs and gymnasium, so also the env workers'), never Ray."""
+
+
+def start_fork_server() -> None:
+    """Start this process's fork server if it is not running, with SIGINT and SIGTERM ignored.
+
+    A fresh interpreter keeps no Python handler through exec, but it keeps SIG_IGN, and every
+    process forked from it keeps it too: neither a terminal's Ctrl-C nor a group's SIGTERM reaches
+    the server or the workers it forks (the trainer acts on them, ``rl/interrupt.py``). This process
+    ignores them only while it checks that the server runs, and, the first time, starts it.
+    """
+    multiprocessing.set_forkserver_preload(FORK_SERVER_PRELOAD)
+    in_main_thread = threading.current_thread() is threading.main_thread()  # signals are the main thread's
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS} if in_main_thread else {}
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextmanager
-def interrupts_ignored_by_children(spawned: bool = False) -> Iterator[None]:
+def interrupts_ignored_by_children() -> Iterator[None]:
     """Processes started in the block ignore SIGINT and SIGTERM; this one acts on them after it.
 
     A terminal's Ctrl-C goes to every process of the foreground group. The env workers of an
@@ -201,11 +233,10 @@ def interrupts_ignored_by_children(spawned: bool = False) -> Iterator[None]:
     it left them open (``closed_at_exit``).
 
     In the block this process only notes the signals, and a forked worker inherits that handler
-    and keeps it, so it notes them and does nothing else. A fresh interpreter (``spawned``) keeps
-    no Python handler through exec, so for it they are ignored meanwhile instead (SIG_IGN, which
-    exec keeps). At the end of the block this process gets the signals it noted again
-    (``signal.raise_signal``), under the handlers it had, so a Ctrl-C while the workers start is
-    not lost.
+    and keeps it, so it notes them and does nothing else (a worker forked from the fork server
+    ignores them: ``start_fork_server``). At the end of the block this process gets the signals it
+    noted again (``signal.raise_signal``), under the handlers it had, so a Ctrl-C while the workers
+    start is not lost.
     """
     if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         yield
@@ -215,8 +246,7 @@ def interrupts_ignored_by_children(spawned: bool = False) -> Iterator[None]:
     def note(signum: int, frame: FrameType | None) -> None:
         noted.append(signum)
 
-    handler = signal.SIG_IGN if spawned else note
-    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    previous = {sig: signal.signal(sig, note) for sig in SIGNALS}
     try:
         yield
     finally:

@@ -131,7 +131,7 @@ class ProcessCollector:
         self.processes: list[multiprocessing.process.BaseProcess] = []
         self._kill = weakref.finalize(self, kill_all, self.processes)  # at exit, if close() never ran
         try:
-            with interrupts_ignored_by_children(spawned=start_method == "spawn"):
+            with interrupts_ignored_by_children():
                 for indices, place in zip(self.slices, self.places):
                     ours, theirs = context.Pipe()
                     args = (theirs, [*self.pipes, ours], config, indices, None if progress is None else place)

@@ -205,7 +205,7 @@ def test_a_half_waiting_for_a_slow_env_does_not_hold_the_other_back(tmp_path, mo
             time.sleep(0.5)  # as a reset or a new greedy play-out for W might take
         return original_step(self, action)
 
-    # Forked env processes take the patched step along (under Ray they would be spawned).
+    # Forked env processes take the patched step along (not those of Ray's fork server).
     monkeypatch.setattr(rl.envs, "env_start_method", lambda: "fork")
     monkeypatch.setattr(rl.envs.SeededEpisodes, "step", env_0_slow_at_first, raising=False)
     config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", "env.vector=async")

@@ -67,13 +67,13 @@ def test_the_cli_check_reads_every_map_of_a_folder_whole_and_the_envs_only_read_
     make_envs(config, run_seed=0, vector="sync").close()  # built from headers: the bad map is met only if played
 
 
-def test_async_envs_are_forked_but_spawned_in_a_process_that_runs_ray(local_ray):
+def test_async_envs_are_forked_from_a_fork_server_in_a_process_that_runs_ray(local_ray):
     """A forked child of a process with Ray's threads can hang on a lock it inherited held."""
     config = EnvConfig(kwargs={"map_size": 16, "max_steps": 12}, num_envs=2, vector="async")
-    assert local_ray.is_initialized() and env_start_method() == "spawn"
+    assert local_ray.is_initialized() and env_start_method() == "forkserver"
     envs = make_envs(config, run_seed=3)
     try:
-        assert {type(process._popen).__module__ for process in envs.processes} == {"multiprocessing.popen_spawn_posix"}
+        assert {type(process._popen).__module__ for process in envs.processes} == {"multiprocessing.popen_forkserver"}
         obs, _ = envs.reset()
         obs, *_ = envs.step([int(np.flatnonzero(mask)[0]) for mask in obs["action_mask"]])
     finally:
@@ -82,7 +82,7 @@ def test_async_envs_are_forked_but_spawned_in_a_process_that_runs_ray(local_ray)
     first, _ = sync.reset()
     second, *_ = sync.step([int(np.flatnonzero(mask)[0]) for mask in first["action_mask"]])
     sync.close()
-    for key in obs:  # the spawned envs play as the in-process ones
+    for key in obs:  # the fork server's envs play as the in-process ones
         np.testing.assert_array_equal(obs[key], second[key])
 
 

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -21,7 +22,8 @@ from tests.helpers import ROOT, assert_same_rollout, smoke_config
 
 @pytest.fixture
 def forked(monkeypatch):
-    """Workers forked, so they take this test's patches along (under Ray they would be spawned)."""
+    """Workers forked, so they take this test's patches along (under Ray they would be forked from the
+    fork server, which has not seen them)."""
     monkeypatch.setattr(rl.process_collector, "env_start_method", lambda: "fork")
 
 
@@ -120,6 +122,38 @@ def test_workers_ignore_interrupts_and_end_with_close(tmp_path):
     collector.close()
     assert [process.exitcode for process in collector.processes] == [0, 0]  # exited by themselves
     collector.close()  # twice is fine
+
+
+def parent_pid(pid: int) -> int:
+    """The parent of process ``pid`` (``/proc/PID/stat``'s fourth field, after the command in parentheses)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_under_ray_workers_come_from_a_fork_server_that_outlives_interrupts(tmp_path, local_ray):
+    """Where Ray's threads run, the workers are forked from a fork server, never from this process;
+    they and the server ignore SIGINT and SIGTERM, and the next collector's workers come from the
+    same server. Their rollout is the in-process one."""
+    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", "env.vector=processes",
+                          "env.workers=2")
+    torch.manual_seed(0)
+    policy = PolicyNet(config.model)
+    sync = VectorEnvCollector(config, vector="sync")
+    expected = sync.collect(policy), sync.collect(policy)
+    sync.close()
+    first = make_collector(config)
+    servers = {parent_pid(process.pid) for process in first.processes}
+    assert {type(process._popen).__module__ for process in first.processes} == {"multiprocessing.popen_forkserver"}
+    assert len(servers) == 1 and os.getpid() not in servers
+    for pid in [process.pid for process in first.processes] + list(servers):  # as a group's Ctrl-C or SIGTERM
+        os.kill(pid, signal.SIGINT)
+        os.kill(pid, signal.SIGTERM)
+    assert_same_rollout(first.collect(policy), expected[0])
+    second = ProcessCollector(config, first.progress())
+    first.close()
+    assert [process.exitcode for process in first.processes] == [0, 0]  # exited by themselves
+    assert {parent_pid(process.pid) for process in second.processes} == servers
+    assert_same_rollout(second.collect(policy), expected[1])
+    second.close()
 
 
 def test_a_program_that_never_closes_its_workers_still_exits(tmp_path):
