@@ -1,5 +1,6 @@
 """``ProcessCollector``: worker processes collect the in-process rollout, resume from their places,
 and fail loudly (the worker's own exception, or its death named) instead of hanging."""
+import multiprocessing
 import os
 import pickle
 import signal
@@ -154,6 +155,28 @@ def test_under_ray_workers_come_from_a_fork_server_that_outlives_interrupts(tmp_
     assert {parent_pid(process.pid) for process in second.processes} == servers
     assert_same_rollout(second.collect(policy), expected[1])
     second.close()
+
+
+def test_under_ray_a_ctrl_c_while_the_workers_start_is_not_lost(tmp_path, local_ray, monkeypatch):
+    """It used to be: under Ray this process ignored SIGINT while its workers started (a fresh
+    interpreter could inherit only SIG_IGN). Now it notes it and gets it again after the starts,
+    and the collector stops the workers it started."""
+    started, real_start = [], multiprocessing.process.BaseProcess.start
+
+    def start(process):  # a Ctrl-C just as each worker starts
+        signal.raise_signal(signal.SIGINT)
+        real_start(process)
+        started.append(process)
+
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", start)
+    config = smoke_config(tmp_path, "env.vector=processes", "env.workers=2")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal, even under a runner
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            make_collector(config)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(started) == 2 and not any(process.is_alive() for process in started)
 
 
 def test_a_program_that_never_closes_its_workers_still_exits(tmp_path):
