@@ -212,6 +212,10 @@ def start_fork_server() -> None:
     process forked from it keeps it too: neither a terminal's Ctrl-C nor a group's SIGTERM reaches
     the server or the workers it forks (the trainer acts on them, ``rl/interrupt.py``). This process
     ignores them only while it checks that the server runs, and, the first time, starts it.
+
+    The server lives as long as this process, and the workers it forks get the environment
+    variables this process had when the server started: a later change to ``os.environ`` does not
+    reach them (its working folder does: each worker moves to this process's at its start).
     """
     multiprocessing.set_forkserver_preload(FORK_SERVER_PRELOAD)
     in_main_thread = threading.current_thread() is threading.main_thread()  # signals are the main thread's
