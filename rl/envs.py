@@ -218,13 +218,23 @@ def start_fork_server() -> None:
     reach them (its working folder does: each worker moves to this process's at its start).
     """
     multiprocessing.set_forkserver_preload(FORK_SERVER_PRELOAD)
-    in_main_thread = threading.current_thread() is threading.main_thread()  # signals are the main thread's
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in SIGNALS} if in_main_thread else {}
-    try:
+    with signals_handled_by(signal.SIG_IGN):
         multiprocessing.forkserver.ensure_running()
+
+
+@contextmanager
+def signals_handled_by(handler: Any) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` in the block, then to the handlers they had. Outside
+    the main thread, which alone may set them, the block runs with them untouched."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    try:
+        yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 @contextmanager
@@ -243,20 +253,15 @@ def interrupts_ignored_by_children() -> Iterator[None]:
     noted again (``signal.raise_signal``), under the handlers it had, so a Ctrl-C while the workers
     start is not lost.
     """
-    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
-        yield
-        return
     noted: list[int] = []
 
     def note(signum: int, frame: FrameType | None) -> None:
         noted.append(signum)
 
-    previous = {sig: signal.signal(sig, note) for sig in SIGNALS}
     try:
-        yield
+        with signals_handled_by(note):
+            yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         for sig in dict.fromkeys(noted):  # each signal once, in the order it came
             signal.raise_signal(sig)
 

@@ -125,9 +125,13 @@ def test_workers_ignore_interrupts_and_end_with_close(tmp_path):
     collector.close()  # twice is fine
 
 
+def proc_stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command in parentheses: the state, then the parent."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def parent_pid(pid: int) -> int:
-    """The parent of process ``pid`` (``/proc/PID/stat``'s fourth field, after the command in parentheses)."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return int(proc_stat(pid)[1])
 
 
 def test_under_ray_workers_come_from_a_fork_server_that_outlives_interrupts(tmp_path, local_ray):
@@ -231,7 +235,7 @@ def test_workers_end_when_their_learner_is_killed(tmp_path):
     while alive and time.perf_counter() < deadline:
         time.sleep(0.1)
         alive = [pid for pid in workers if os.path.exists(f"/proc/{pid}") and
-                 open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"]
+                 proc_stat(pid)[0] != "Z"]
     if alive:
         os.killpg(learner.pid, signal.SIGKILL)
     assert not alive, "the workers outlived their learner"
