@@ -217,7 +217,8 @@ class MultiHeadAttention(nn.Module):
     def _attend_rows(self, x: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
         """Self-attention over a packed batch's rows: x [1,R,D] -> [1,R,D]."""
         R = x.shape[1]
-        Q, K, V = (w(x[0]).view(R, self.n_heads, self.head_dim) for w in (self.w_query, self.w_key, self.w_value))
+        rows = x.squeeze(0)  # [R,D]: a view whose backward is a view (x[0]'s fills a zero [1,R,D] and copies)
+        Q, K, V = (w(rows).view(R, self.n_heads, self.head_dim) for w in (self.w_query, self.w_key, self.w_value))
         heads = neighbour_rows(Q, K, V, neighbourhoods.offsets, neighbourhoods.keys, neighbourhoods.graph_rows,
                                self.norm_factor)  # [R,H,d]
         return self.w_out(heads.reshape(1, R, self.embed_dim))
