@@ -174,11 +174,18 @@ def _close_left_open() -> None:
             stop_at_once(envs)
 
 
-def stop_at_once(envs: AsyncVectorEnv) -> None:
-    """Kill the processes of ``envs`` (they do not act on SIGTERM), then close it: its pipes, the joins."""
-    for process in envs.processes:
+def kill_all(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
+    """SIGKILL every process still alive (env and rollout-worker processes ignore SIGTERM), then reap them."""
+    for process in processes:
         if process.is_alive():
             process.kill()
+    for process in processes:
+        process.join()
+
+
+def stop_at_once(envs: AsyncVectorEnv) -> None:
+    """Kill the processes of ``envs`` (``kill_all``), then close it: its pipes."""
+    kill_all(envs.processes)
     envs.close(terminate=True)
 
 

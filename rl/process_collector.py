@@ -24,7 +24,6 @@ import pickle
 import time
 import traceback
 import weakref
-from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
@@ -35,7 +34,7 @@ from config import Config
 from policy import build_policy
 from rl.buffer import Rollout
 from rl.collector import VectorEnvCollector, group_slices
-from rl.envs import env_start_method, interrupts_ignored_by_children
+from rl.envs import env_start_method, interrupts_ignored_by_children, kill_all
 from rl.episodes import EpisodeProgress
 
 CLOSE_WAIT_S = 10.0
@@ -99,15 +98,6 @@ def serve(pipe: Connection, learner_ends: list[Connection], config: Config, env_
     finally:
         if collector is not None:
             collector.close()
-
-
-def kill_all(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
-    """SIGKILL every process still alive (the workers ignore SIGTERM), then reap them."""
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-    for process in processes:
-        process.join()
 
 
 class ProcessCollector:
