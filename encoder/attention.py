@@ -169,8 +169,8 @@ class MultiHeadAttention(nn.Module):
         q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to
         [B,Nq,Nk] -> ``(out [B,Nq,D], weights [B,H,Nq,Nk] if need_weights else None)``, the
         return convention of ``torch.nn.MultiheadAttention``. Or a packed batch
-        (``encoder.packing``): q [1,R,D] and mask ``Neighbourhoods`` -> ``(out [1,R,D], None)``,
-        self-attention by the compiled kernel, whatever ``attention_impl``.
+        (``encoder.packing``): q [1,Rq,D], k = v [1,Rk,D] or None (self-attention), and mask
+        ``Neighbourhoods`` -> ``(out [1,Rq,D], None)``, by the compiled kernel, whatever ``attention_impl``.
     """
 
     def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "auto"):
@@ -191,10 +191,10 @@ class MultiHeadAttention(nn.Module):
     def forward(self, q: Tensor, k: Tensor | None = None, v: Tensor | None = None, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
         if isinstance(mask, Neighbourhoods):
-            if k is not None or v is not None or need_weights:
-                raise ValueError("a packed batch (Neighbourhoods) takes self-attention without weights: "
-                                 "pass neither k, v nor need_weights")
-            return self._attend_rows(q, mask), None
+            if need_weights or k is not v:
+                raise ValueError("a packed batch (Neighbourhoods) attends without weights, to the rows of q "
+                                 "(neither k nor v) or of k (v the same tensor): pass no need_weights")
+            return self._attend_rows(q, q if k is None else k, mask), None
         k = q if k is None else k
         v = q if v is None else v
         B, Nq, D = q.shape
@@ -214,14 +214,17 @@ class MultiHeadAttention(nn.Module):
         out = self.w_out(heads.transpose(1, 2).reshape(B, Nq, D))  # concat heads: [B,Nq,H*d] -> [B,Nq,D]
         return out, (weights if need_weights else None)
 
-    def _attend_rows(self, x: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
-        """Self-attention over a packed batch's rows: x [1,R,D] -> [1,R,D]."""
-        R = x.shape[1]
-        rows = x.squeeze(0)  # [R,D]: a view whose backward is a view (x[0]'s fills a zero [1,R,D] and copies)
-        Q, K, V = (w(rows).view(R, self.n_heads, self.head_dim) for w in (self.w_query, self.w_key, self.w_value))
+    def _attend_rows(self, x: Tensor, memory: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
+        """Attention from a packed batch's query rows x [1,Rq,D] to its key rows memory [1,Rk,D]
+        (``memory`` is ``x`` in self-attention) -> [1,Rq,D]."""
+        Rq, Rk = x.shape[1], memory.shape[1]
+        rows = x.squeeze(0)  # [Rq,D]: a view whose backward is a view (x[0]'s fills a zero [1,Rq,D] and copies)
+        key_rows = rows if memory is x else memory.squeeze(0)  # [Rk,D]
+        Q = self.w_query(rows).view(Rq, self.n_heads, self.head_dim)
+        K, V = (w(key_rows).view(Rk, self.n_heads, self.head_dim) for w in (self.w_key, self.w_value))
         heads = neighbour_rows(Q, K, V, neighbourhoods.offsets, neighbourhoods.keys, neighbourhoods.graph_rows,
-                               self.norm_factor)  # [R,H,d]
-        return self.w_out(heads.reshape(1, R, self.embed_dim))
+                               self.norm_factor)  # [Rq,H,d]
+        return self.w_out(heads.reshape(1, Rq, self.embed_dim))
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """[B,N,D] -> [B,H,N,d]. The reference keeps heads first, [H,B,N,d]; the maths is the same."""

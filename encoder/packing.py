@@ -7,8 +7,9 @@ A packed batch keeps only the real nodes, R rows [1,R,D] (PyG's batching: the gr
 disconnected parts of one graph), and says who attends to whom with ``Neighbourhoods``, the
 allowed pairs as lists over rows. Only the compiled kernel attends over such lists
 (``encoder.neighbour_kernel.neighbour_rows``), so the ``Encoder`` packs where it would take the
-kernel anyway; ``encoder.sparse.from_pyg_nodes`` puts the rows back. A real node's output is the
-padded path's up to float rounding (tested).
+kernel anyway; ``encoder.sparse.from_pyg_nodes`` puts the rows back, or the policy's decoder reads
+them as they are (``graph_attention``, ``policy.GraphTrunk``). A real node's output is the padded
+path's up to float rounding (tested).
 
 Shape legend: B batch, N nodes, R real nodes of the batch, E allowed pairs, D embedding.
 """
@@ -24,12 +25,14 @@ from torch import Tensor
 class Neighbourhoods:
     """The allowed (query, key) pairs of a packed batch, as CSR lists over its rows.
 
-    Row r may attend to rows ``keys[offsets[r]:offsets[r + 1]]`` (ascending, all of its own graph);
-    ``graph_rows`` [B+1] is where each graph's rows start, and the end.
+    Query row r may attend to key rows ``keys[offsets[r]:offsets[r + 1]]`` (ascending, all of its
+    own graph); ``graph_rows`` [B+1] is where each graph's query rows start, and the end. In
+    self-attention the query rows are the key rows (``pack``); the decoder's one query row a graph
+    attends to all of its graph's rows (``graph_attention``).
     """
 
     offsets: Tensor
-    """[R+1] long."""
+    """[Rq+1] long."""
     keys: Tensor
     """[E] long."""
     graph_rows: Tensor
@@ -52,6 +55,15 @@ def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neigh
     graph_rows = torch.cat([zero, node_mask.sum(1).cumsum(0)])
     offsets = torch.cat([zero, torch.bincount(queries, minlength=int(graph_rows[-1])).cumsum(0)])
     return h[node_mask].unsqueeze(0), Neighbourhoods(offsets, keys, graph_rows)
+
+
+def graph_attention(neighbourhoods: Neighbourhoods, n_graphs: int) -> Neighbourhoods:
+    """Lists for one query row per graph (row b: graph b's current node) that attends to every real
+    row of its graph, from ``pack``'s lists of ``n_graphs`` graphs (rows ``pad_rows`` added after
+    them are nobody's keys). The decoder's mask, [B,1,N] = ``node_mask`` in the padded layout."""
+    starts = neighbourhoods.graph_rows[: n_graphs + 1]  # graph b's rows are starts[b] .. starts[b + 1] - 1
+    every_row = torch.arange(int(starts[-1]), device=starts.device)
+    return Neighbourhoods(starts, every_row, torch.arange(n_graphs + 1, device=starts.device))
 
 
 ROW_QUANTUM = 256

@@ -8,7 +8,7 @@ from config import ModelConfig
 from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES, observation_space
 from graph_batch import collate
-from policy import PolicyNet
+from policy import GraphTrunk, PolicyNet
 from tests.helpers import HEAD_COUNTS, K, N_MAX, observations
 
 
@@ -60,6 +60,25 @@ def test_attention_implementations_give_the_same_policy():
     for logits, value in outputs[1:]:
         torch.testing.assert_close(logits, outputs[0][0])
         torch.testing.assert_close(value, outputs[0][1])
+
+
+def test_where_the_encoder_packs_the_decoder_and_pointer_read_its_rows_as_the_padded_path(monkeypatch):
+    """``auto`` on the CPU packs the batch, and the trunk then stays on rows through the decoder and
+    the candidates (``GraphTrunk._forward_rows``): logits, values and every gradient against the
+    reference path's padded trunk with the same weights."""
+    obs = observations(6)
+    taken = []
+    rows_path = GraphTrunk._forward_rows
+    monkeypatch.setattr(GraphTrunk, "_forward_rows", lambda self, *args: taken.append(1) or rows_path(self, *args))
+    results = []
+    for impl in ("auto", "reference"):
+        policy = make_policy(attention_impl=impl)
+        logits, value = policy(collate(obs))
+        loss = torch.logsumexp(logits.clamp(min=-1e4), dim=-1).sum() + value.square().sum()
+        results.append([logits, value, *torch.autograd.grad(loss, list(policy.parameters()))])
+    assert taken == [1]
+    for ours, expected in zip(*results):
+        torch.testing.assert_close(ours, expected)
 
 
 def test_a_bf16_trunk_feeds_float32_logits_close_to_the_float32_ones():

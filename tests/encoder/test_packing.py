@@ -5,7 +5,8 @@ import torch
 from encoder import layers
 from encoder.graph import adjacency_from_neighbors
 from encoder.layers import Encoder
-from encoder.packing import ROW_QUANTUM, pack, pad_rows
+from encoder.attention import MultiHeadAttention
+from encoder.packing import ROW_QUANTUM, graph_attention, pack, pad_rows
 
 D = 32
 
@@ -91,14 +92,40 @@ def test_a_dense_batch_keeps_the_padded_path_under_auto(monkeypatch, make_graph)
     encoder("auto")(h, torch.ones(4, 19, 19, dtype=torch.bool), node_mask=torch.ones(4, 19, dtype=torch.bool))
 
 
-def test_a_packed_batch_is_refused_for_cross_attention_or_weights(make_graph):
+def test_a_packed_batch_is_refused_for_weights_or_keys_other_than_values(make_graph):
     h, adjacency, node_mask = batch(make_graph)
     x, neighbourhoods = pack(h, adjacency, node_mask)
     attention = encoder("auto").layers[0].multi_head_attention
     assert attention(x, mask=neighbourhoods)[0].shape == x.shape
-    for kwargs in ({"k": x, "v": x}, {"need_weights": True}):
-        with pytest.raises(ValueError, match="takes self-attention without weights"):
+    for kwargs in ({"k": x}, {"v": x}, {"k": x, "v": x.clone()}, {"need_weights": True}):
+        with pytest.raises(ValueError, match="attends without weights"):
             attention(x, mask=neighbourhoods, **kwargs)
+
+
+def test_one_query_row_a_graph_attends_to_its_graphs_rows_as_the_padded_decoder_mask_does(make_graph):
+    """``graph_attention``'s lists: query b over graph b's real rows, against the reference path's
+    [B,1,N] mask of real nodes; outputs and the gradients of queries, rows and weights."""
+    h, adjacency, node_mask = batch(make_graph, seed=5)
+    x, neighbourhoods = pack(h, adjacency, node_mask)
+    lists = graph_attention(neighbourhoods, 4)
+    assert lists.offsets.tolist() == [0, 7, 26, 29, 41] and torch.equal(lists.keys, torch.arange(41))
+    tgt = torch.randn(4, 1, D, generator=torch.Generator().manual_seed(2))
+
+    def outputs_and_grads(impl, packed):
+        torch.manual_seed(0)
+        attention = MultiHeadAttention(D, 4, attention_impl=impl)
+        query = tgt.clone().requires_grad_()
+        memory = (x if packed else h * node_mask.unsqueeze(-1)).clone().requires_grad_()
+        if packed:
+            out = attention(query.transpose(0, 1), memory, memory, mask=lists)[0].transpose(0, 1)  # [4,1,D]
+        else:
+            out = attention(query, memory, memory, mask=node_mask.unsqueeze(1))[0]
+        out.square().sum().backward()
+        memory_grad = memory.grad[0] if packed else memory.grad[node_mask]
+        return [out, query.grad, memory_grad, *(p.grad for p in attention.parameters())]
+
+    for a, b in zip(outputs_and_grads("auto", True), outputs_and_grads("reference", False)):
+        torch.testing.assert_close(a, b)
 
 
 def test_pad_rows_adds_rows_that_attend_to_nothing_and_change_no_real_row(make_graph):
