@@ -46,7 +46,7 @@ class GraphTrunk(nn.Module):
     Where the encoder packs the batch (``Encoder.packs``: the CPU kernel, no weights asked for),
     the decoder and the candidates read the encoder's rows of real nodes directly
     (``_forward_rows``): the same outputs up to float rounding, without a padded [B,N,D] after the
-    encoder (a floor-plan update 1.05x as fast, docs/performance.md).
+    encoder (a floor-plan update about 1.07x as fast, docs/performance.md).
     """
 
     def __init__(self, config: ModelConfig, n_node_features: int):
