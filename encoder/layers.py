@@ -94,10 +94,10 @@ class Encoder(nn.Module):
 
     def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False, node_mask: Tensor | None = None
                 ) -> tuple[Tensor, list[Tensor] | None]:
-        check_adjacency(h, adjacency)
         if node_mask is not None and self.packs(adjacency, h.device, need_weights):
-            x, neighbourhoods = self.forward_rows(h, adjacency, node_mask)  # [1,R',D]
+            x, neighbourhoods = self.forward_rows(h, adjacency, node_mask)  # [1,R',D], adjacency checked
             return from_pyg_nodes(x[0, :int(node_mask.sum())], node_mask), None
+        check_adjacency(h, adjacency)
         per_layer = []
         for layer in self.layers:
             h, weights = layer(h, adjacency, need_weights)  # [B,N,D]
