@@ -63,8 +63,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.within < 0:
         parser.error(f"--within {args.within}: a number of cells, 0 or more")
-    env_config = with_env_overrides(load_config(args.config).env, args.env)
-    settings = GridExploreConfig.from_kwargs(**env_config.kwargs)
+    try:  # a missing folder, a bad setting: one line naming it, no traceback
+        settings = GridExploreConfig.from_kwargs(**with_env_overrides(load_config(args.config).env, args.env).kwargs)
+    except ValueError as error:
+        parser.error(str(error))
     if settings.map_dir is None:
         parser.error("the env plays no map folder: give one with --env map_dir=PATH")
     paths, names, _ = find_maps(settings.map_dir)

@@ -64,6 +64,7 @@ def test_the_cli_names_a_validation_map_that_repeats_a_training_map(tmp_path, mo
 @pytest.mark.parametrize("argv, message", [
     (["--within", "-1"], "--within -1: a number of cells"),
     ([], "plays no map folder"),
+    (["--env", "map_dir=no/such/folder"], "map_dir='no/such/folder' is neither a folder nor a glob pattern"),
 ])
 def test_the_cli_refuses_bad_options(argv, message, monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["split_twins", "--config", "configs/default.yaml", *argv])
