@@ -9,7 +9,8 @@ visited with C(s, .) for every move. Each setting (the config with the trailing 
 each ``--variant``'s overrides on top; ``run.init_from=WEIGHTS`` starts from weights, otherwise
 the network is fresh) trains with ``rl.imitation``'s loss and optimiser on the ``--train``
 rounds' states, one epoch at a time, and after each epoch is judged on the ``--held-out`` round's
-states: its expected regret (node spacings) and how often its argmax is a best move. Each round of
+states: its expected regret (node spacings), how often its argmax is a best move, and that
+move's mean regret (what the move it plays loses). Each round of
 ``rl.imitation`` plays new envs, so the held-out states come from maps the training never saw.
 A setting may drop trailing feature columns the states carry (e.g. ``--variant
 "env.kwargs.privileged_features=false"`` on states collected with them): every setting then
@@ -120,19 +121,23 @@ def main() -> None:
                                      args.minibatch, args.ent_coef, args.temperature, stop, save)
             if args.json:
                 args.json.write_text(json.dumps(curves, indent=2))
-    print("\n| setting | held-out regret, first / best / last epoch | argmax best, last | s an epoch |")
-    print("| --- | --- | --- | --- |")
+    print("\n| setting | held-out regret, first / best / last epoch | argmax best, last | argmax regret, last "
+          "| s an epoch |")
+    print("| --- | --- | --- | --- | --- |")
     for name, curve in curves.items():
         regrets = [p["held_out"]["regret"] for p in curve]
-        print(f"| {name} | {regrets[0]:.3f} / {min(regrets):.3f} / {regrets[-1]:.3f} | "
-              f"{curve[-1]['held_out']['argmax_best']:.3f} | {curve[-1]['seconds']:.0f} |")
+        last = curve[-1]["held_out"]
+        print(f"| {name} | {regrets[0]:.3f} / {min(regrets):.3f} / {regrets[-1]:.3f} | {last['argmax_best']:.3f} | "
+              f"{last['argmax_regret']:.3f} | {curve[-1]['seconds']:.0f} |")
 
 
 def report(name: str, point: dict) -> None:
     """One epoch of a setting's curve, as a line."""
     fitted = point.get("train", {}).get("regret", float("nan"))
-    print(f"{name}, epoch {point['epoch']}: held-out regret {point['held_out']['regret']:.3f}, argmax best "
-          f"{point['held_out']['argmax_best']:.3f}; training regret {fitted:.3f}; {point['seconds']:.0f} s", flush=True)
+    held_out = point["held_out"]
+    print(f"{name}, epoch {point['epoch']}: held-out regret {held_out['regret']:.3f}, argmax best "
+          f"{held_out['argmax_best']:.3f}, argmax regret {held_out['argmax_regret']:.3f}; training regret "
+          f"{fitted:.3f}; {point['seconds']:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

@@ -184,6 +184,12 @@ def argmax_is_best(logits: Tensor, costs: Tensor) -> Tensor:
         return (chosen == costs.min(-1, keepdim=True).values).squeeze(-1).float()
 
 
+def argmax_regret(logits: Tensor, costs: Tensor, spacing: float) -> Tensor:
+    """[B] the regret (node spacings) of the policy's most probable move, the one its argmax plays."""
+    with torch.no_grad():
+        return regrets(costs, spacing).gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
+
+
 def imitation_loss(logits: Tensor, costs: Tensor, spacing: float, ent_coef: float,
                    temperature: float = 0.0) -> tuple[Tensor, dict[str, float]]:
     """The module docstring's L for a minibatch (logits and costs [B,K], as ``expected_regret``),
@@ -274,9 +280,10 @@ def train_epochs(policy: nn.Module, optimizer: torch.optim.Optimizer, data: Labe
 
 def fit_on(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int, batch: int = 512) -> dict[str, float]:
     """How well the policy fits ``data`` without training on it: its mean expected regret
-    (``regret``, node spacings) and how often its argmax is a best move (``argmax_best``)."""
+    (``regret``, node spacings), how often its argmax is a best move (``argmax_best``) and the
+    mean regret of that move (``argmax_regret``, node spacings: what the played move loses)."""
     policy.eval()
-    regret = best = 0.0
+    regret = best = played = 0.0
     with torch.no_grad():
         for start in range(0, len(data), batch):
             part = slice(start, start + batch)
@@ -285,7 +292,9 @@ def fit_on(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int,
             costs = torch.from_numpy(data.costs[part])
             regret += float(expected_regret(logits, costs, spacing).sum())
             best += float(argmax_is_best(logits, costs).sum())
-    return {"regret": regret / max(len(data), 1), "argmax_best": best / max(len(data), 1)}
+            played += float(argmax_regret(logits, costs, spacing).sum())
+    n = max(len(data), 1)
+    return {"regret": regret / n, "argmax_best": best / n, "argmax_regret": played / n}
 
 
 def fresh_regret(policy: nn.Module, data: Labelled, spacing: float, size_buckets: int, batch: int = 512) -> float:

@@ -18,7 +18,8 @@ from rl.continuation import PolicyContinuation
 from rl.envs import make_envs
 from rl.evaluation import argmax_actor, load_policy, run_episode
 from graph_batch import collate, forward_observations
-from rl.imitation import REGRET_CAP, Labelled, collect, fit_on, fresh_regret, imitation_loss, regrets, train_epochs
+from rl.imitation import (REGRET_CAP, Labelled, argmax_regret, collect, fit_on, fresh_regret, imitation_loss, regrets,
+                          train_epochs)
 from rl.interrupt import StopOnSignal
 from policy import PolicyNet
 from config import load_config
@@ -137,6 +138,8 @@ def test_regret_and_loss_by_hand():
     assert parts["entropy"] == pytest.approx(entropy)
     assert parts["argmax_best"] == 0.0  # the argmax is slot 1, not the best
     assert loss.item() == pytest.approx(0.75 - 0.5 * entropy)
+    assert argmax_regret(logits, costs, spacing=2.0).tolist() == [1.0]  # slot 1: (12 - 10) / 2
+    assert argmax_regret(torch.tensor([[1.0, 0.0, -1.0]]), costs, 2.0).tolist() == [0.0]
 
 
 def test_the_soft_loss_by_hand_ignores_masked_slots():
@@ -301,7 +304,14 @@ def test_fresh_regret_is_the_loss_without_the_entropy(labelled):
     logits, _ = forward_observations(policy, {k: torch.from_numpy(v) for k, v in data.obs.items()})
     _, parts = imitation_loss(logits, torch.from_numpy(data.costs), 4.0, 0.0)
     assert fresh_regret(policy, data, 4.0, size_buckets=1, batch=7) == pytest.approx(parts["regret"], rel=1e-4)
-    assert fit_on(policy, data, 4.0, size_buckets=3, batch=10)["argmax_best"] == pytest.approx(parts["argmax_best"])
+    fit = fit_on(policy, data, 4.0, size_buckets=3, batch=10)
+    assert fit["argmax_best"] == pytest.approx(parts["argmax_best"])
+    costs = torch.from_numpy(data.costs)
+    # by hand: (C(s, argmax) - min C) / spacing, the cap where the played move's play-out never finishes
+    played = costs.gather(-1, logits.argmax(-1, keepdim=True)).squeeze(-1)
+    by_hand = torch.where(torch.isfinite(played), (played - costs.min(-1).values) / 4.0, REGRET_CAP).mean().item()
+    assert fit["argmax_regret"] == pytest.approx(by_hand, rel=1e-5)
+    assert (fit["argmax_regret"] > 0) == (parts["argmax_best"] < 1)
 
 
 def test_labelled_states_come_back_from_their_file_as_they_went_in(labelled, tmp_path):
