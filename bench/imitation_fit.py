@@ -1,4 +1,4 @@
-"""Benchmark: how well networks fit the lookahead's labels, judged on states of other maps.
+"""Benchmark: how well networks fit the lookahead's labels, judged on states of other episodes.
 
     python -m bench.imitation_fit --states runs/fitdata --train 0 1 --held-out 2 [--epochs 8]
         [--variant "model.embed_dim=128 model.n_heads=8"] ... [--config configs/dungeon.yaml]
@@ -11,7 +11,9 @@ the network is fresh) trains with ``rl.imitation``'s loss and optimiser on the `
 rounds' states, one epoch at a time, and after each epoch is judged on the ``--held-out`` round's
 states: its expected regret (node spacings), how often its argmax is a best move, and that
 move's mean regret (what the move it plays loses). Each round of
-``rl.imitation`` plays new envs, so the held-out states come from maps the training never saw.
+``rl.imitation`` plays new episodes, each on a map drawn afresh, so the held-out states come from
+episodes the training never saw, mostly on maps it never saw (``rl.imitation.collect``: of the
+5,072 training floor plans about one in five recurs after 40,000 training states).
 A setting may drop trailing feature columns the states carry (e.g. ``--variant
 "env.kwargs.privileged_features=false"`` on states collected with them): every setting then
 trains on the same states, with or without those columns. No map is played: the question is

@@ -214,7 +214,9 @@ def collect(policy: nn.Module, config: Config, n_states: int, round_index: int, 
     policy's argmax (``continuation``: ``greedy`` or ``agent``) finishing the play-outs, on the
     true map or in the world that knows it ``reveal`` steps out (a state that world prices no
     move of is not kept). The envs of round r are the run's envs ``r * num_envs ..``, so every
-    round plays new episodes (new maps)."""
+    round plays new episodes, each on a map drawn afresh: from a large folder mostly maps the
+    earlier rounds did not play, though a map may recur (of the 5,072 training floor plans, about
+    one in five of a round's after 40,000 states before it)."""
     E = config.env.num_envs
     player = PolicyContinuation(config, policy.state_dict()) if continuation == AGENT else None
     envs = make_envs(config.env, config.seed, indices=range(round_index * E, (round_index + 1) * E),
