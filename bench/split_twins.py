@@ -11,7 +11,7 @@ part. Prints the quantiles of the cells by which each validation map differs fro
 training map, and every pair that differs in at most ``--within`` cells (0: a twin, cell for cell).
 
 On the reference's 5,663 floor plans at ``configs/dungeon.yaml``'s scale (80 x 60 cells, about
-1,080 free a map) it takes about a minute, most of it decoding the PNGs.
+1,080 free a map) it takes about a minute and a half, most of it decoding the PNGs.
 """
 from __future__ import annotations
 
@@ -74,8 +74,11 @@ def main() -> int:
     held_out = np.array([in_validation(name) for name in names])
     if held_out.all() or not held_out.any():
         parser.error(f"map_dir={settings.map_dir!r}: its {len(names)} maps are all in one part; nothing to compare")
-    grids = np.stack([maps.load(i).occupied.reshape(-1)
-                      for i in tqdm(range(len(maps)), desc="decoding maps", unit="map", file=sys.stderr)])
+    try:  # a damaged file or one without a free cell: named, in one line
+        grids = np.stack([maps.load(i).occupied.reshape(-1)
+                          for i in tqdm(range(len(maps)), desc="decoding maps", unit="map", file=sys.stderr)])
+    except ValueError as error:
+        parser.error(str(error))
     validation_rows, train_rows = np.flatnonzero(held_out), np.flatnonzero(~held_out)
     nearest, close = cell_differences(grids[validation_rows], grids[train_rows], args.within)
 

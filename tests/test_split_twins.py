@@ -81,3 +81,13 @@ def test_the_cli_refuses_a_folder_whose_maps_are_all_in_one_part(tmp_path, monke
     with pytest.raises(SystemExit):
         split_twins.main()
     assert "its 2 maps are all in one part" in capsys.readouterr().err
+
+
+def test_the_cli_names_a_map_without_a_free_cell_in_one_line(tmp_path, monkeypatch, capsys):
+    write_png(tmp_path / "12.png", room_map(8, 8))  # one map in each part
+    write_png(tmp_path / "1.png", np.ones((8, 8), bool))  # sound file, all wall: only decoding tells
+    monkeypatch.setattr(sys, "argv", ["split_twins", "--config", "configs/default.yaml", "--env", f"map_dir={tmp_path}"])
+    with pytest.raises(SystemExit):
+        split_twins.main()
+    err = capsys.readouterr().err
+    assert "1.png" in err and "Traceback" not in err
