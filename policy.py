@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from config import Config, ModelConfig
 from decoder import Decoder, SingleHeadAttention
 from encoder import Encoder
-from encoder.packing import graph_attention
+from encoder.packing import graph_attention, row_of_nodes
 from env.observation import N_NODE_FEATURES, n_node_features
 from graph_batch import GraphBatch
 
@@ -75,7 +75,7 @@ class GraphTrunk(nn.Module):
         B, N = batch.node_mask.shape
         x, neighbourhoods = self.encoder.forward_rows(h, batch.adjacency, batch.node_mask)  # [1,R',D]
         rows = x.squeeze(0)  # [R',D]
-        row_of = batch.node_mask.flatten().cumsum(0) - 1  # [B*N]: the row of each real node
+        row_of = row_of_nodes(batch.node_mask)  # [B*N]: the row of each real node
         first = torch.arange(B, device=h.device) * N  # [B]: where graph b's nodes start in B*N
         current = rows[row_of[first + batch.current_index]].unsqueeze(0)  # [1,B,D]
         enhanced, _ = self.decoder(current, x, graph_attention(neighbourhoods, B))  # [1,B,D]

@@ -95,7 +95,7 @@ class Encoder(nn.Module):
     def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False, node_mask: Tensor | None = None
                 ) -> tuple[Tensor, list[Tensor] | None]:
         if node_mask is not None and self.packs(adjacency, h.device, need_weights):
-            x, neighbourhoods = self.forward_rows(h, adjacency, node_mask)  # [1,R',D], adjacency checked
+            x, _ = self.forward_rows(h, adjacency, node_mask)  # [1,R',D], adjacency checked
             return from_pyg_nodes(x[0, :int(node_mask.sum())], node_mask), None
         check_adjacency(h, adjacency)
         per_layer = []

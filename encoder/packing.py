@@ -39,6 +39,12 @@ class Neighbourhoods:
     """[B+1] long."""
 
 
+def row_of_nodes(node_mask: Tensor) -> Tensor:
+    """[B*N] long: the packed row of each (graph, node) of ``node_mask`` [B,N], flattened; a real
+    node's row is its rank among the real nodes in (graph, node) order (padding: meaningless)."""
+    return node_mask.flatten().cumsum(0) - 1
+
+
 def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neighbourhoods]:
     """The real nodes of a padded batch as rows, and the adjacency's pairs between them.
 
@@ -47,7 +53,7 @@ def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neigh
     padded path's attention gives padding nothing and takes nothing from it.
     """
     B, N, _ = h.shape
-    row_of = node_mask.flatten().cumsum(0) - 1  # [B*N]: a real node's packed row
+    row_of = row_of_nodes(node_mask)  # [B*N]
     b, i, j = adjacency.nonzero(as_tuple=True)  # row-major: queries in order, keys ascending within each
     real = node_mask[b, i] & node_mask[b, j]  # [E]
     queries, keys = row_of[(b * N + i)[real]], row_of[(b * N + j)[real]]
