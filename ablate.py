@@ -13,8 +13,8 @@ interrupted ones resumed from their last checkpoint; a run folder made with othe
 refused, naming the keys that differ, and a finished run evaluated with other ``--episodes`` /
 ``--eval-seed`` is evaluated again. Each run keeps its episodes in ``evaluation.json``. Writes
 results.csv, results.md (mean ± 95% CI over seeds per setting; every two settings' difference over
-seeds, Welch's t, with the largest difference the intervals allow: ``rl.report.seed_differences``;
-then every two settings compared map by map, seeds pooled: ``rl.comparison.paired_settings``),
+seeds, Welch's t, with the largest difference the intervals allow: ``evaluation.ablation_report.seed_differences``;
+then every two settings compared map by map, seeds pooled: ``evaluation.comparison.paired_settings``),
 learning_curves.png, travel_to_complete.png and ratio_to_nearest_frontier.png; ``--report``
 writes them from the runs finished so far and starts nothing, to look at a long sweep while it
 runs.
@@ -26,12 +26,20 @@ import sys
 from pathlib import Path
 
 from config import ConfigError, load_config
-from rl.envs import check_env_config
-from rl.report import by_setting, markdown_table, seed_differences, write_csv
-from rl.comparison import paired_settings
-from rl.sweep import (EVALUATION, RESULT, RunSpec, StaleRunError, check_reusable, finished_result, run_name,
-                      settings_grid, spec_config)
-
+from evaluation.ablation_report import by_setting, markdown_table, seed_differences, write_csv
+from evaluation.ablation_run import (
+    EVALUATION,
+    RESULT,
+    RunSpec,
+    StaleRunError,
+    check_reusable,
+    finished_result,
+    run_name,
+    settings_grid,
+    spec_config,
+)
+from evaluation.comparison import paired_settings
+from learning.envs import check_env_config
 
 OVER_SEEDS = ("Over seeds: each setting's travel / nearest frontier against another's, each run one replicate "
               "(Welch's t), so training's seed-to-seed spread counts: the question whether the setting matters.")
@@ -57,8 +65,8 @@ def parse_sweeps(heads: list[int] | None, sweeps: list[str]) -> dict[str, list[s
 def run_all(specs: list[RunSpec], args: argparse.Namespace) -> tuple[list[dict], int | None]:
     """Every run of ``specs`` as a Ray task -> (results, None), or ([], the exit code) once stderr says why."""
     args.out.mkdir(parents=True, exist_ok=True)
-    from rl.cluster.connect import ray_session  # Ray is imported only here
-    from rl.cluster.sweep import run_sweep
+    from cluster.connect import ray_session  # Ray is imported only here
+    from cluster.sweep import run_sweep
     try:
         with ray_session(args.address):  # where SIGTERM is a KeyboardInterrupt too
             results, failures = run_sweep(specs, args.cpus_per_run, args.gpus_per_run, args.retries)

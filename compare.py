@@ -5,7 +5,7 @@
     python compare.py PART.json [PART.json ...] --base PART.json [PART.json ...] --join
 
 Both reports must cover the same held-out maps: the same ``--seed``, the same environment
-settings and the same first episode (``bench.predicted_lookahead --first-episode``; episode i's map
+settings and the same first episode (``experiments.predicted_lookahead --first-episode``; episode i's map
 depends on nothing else, so reports of different lengths are compared over the episodes both ran);
 reports over a ``map_dir`` must also name the same map files in the same order (the folder's files
 may have changed between them). Each policy of NEW is paired with
@@ -38,8 +38,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from rl.comparison import (Episodes, common_maps, comparison_row, format_comparison, join_reports, load_report,
-                           pool_reports)
+from evaluation.comparison import (
+    Episodes,
+    common_maps,
+    comparison_row,
+    format_comparison,
+    join_reports,
+    load_report,
+    pool_reports,
+)
 
 
 def pick(episodes: Episodes, names: list[str] | None, flag: str, source: str) -> Episodes:
@@ -61,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--policy", nargs="+", help="policies of NEW to compare (default: all)")
     parser.add_argument("--reference", nargs="+", help="policies of BASE to compare with (default: all)")
     parser.add_argument("--join", action="store_true",
-                        help="the reports on each side are parts of one run (bench.predicted_lookahead "
+                        help="the reports on each side are parts of one run (experiments.predicted_lookahead "
                              "--first-episode): joined end to end, not pooled")
     args = parser.parse_args(argv)
     if args.base:

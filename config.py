@@ -157,16 +157,6 @@ class PPOConfig:
     fastest where the encoder packs the batch (the CPU kernel: no padding rows at all) and on a GPU;
     more help only the padded paths on the CPU (``model.attention_impl`` sdpa, reference, sparse;
     docs/performance.md)."""
-    update_threads: int = 1
-    """Python threads each minibatch is split across on the CPU, each part's forward and backward
-    on ``torch.get_num_threads() // update_threads`` torch threads (at most one part per torch
-    thread); their gradients are summed in a fixed order, so a run still repeats bit for bit. 1,
-    the default, is one pass; a GPU always takes one. The update's products scale poorly over
-    torch's own threads at these sizes: on 2 cores, 2 makes the default config's update 1.26x and
-    the floor plans' 1.11x as fast (docs/performance.md), the same update up to float rounding; but
-    four default trainings with 2 each travelled 1.2-2.2% longer per map than their one-pass
-    twins of the same seed on 300 held-out maps (1.016 ± 0.008), with no cause found
-    (docs/results.md section 1), so it is not the default."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with
@@ -176,8 +166,7 @@ class PPOConfig:
     time, bf16 is slower on the CPU. On a GPU float32 was faster (an H200; docs/performance.md)."""
 
     def __post_init__(self) -> None:
-        for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets",
-                     "update_threads"):
+        for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):
             check_at_least_one(f"ppo.{name}", getattr(self, name), ConfigError)
         for name in ("learning_rate", "max_grad_norm"):
             check_positive(f"ppo.{name}", getattr(self, name), ConfigError)
@@ -268,10 +257,21 @@ resolved config lacks such a key only because it predates it: ``saved_config`` g
 value, not today's default, so an old run resumes as it began."""
 
 
+SETTINGS_RETIRED = ("ppo.update_threads",)
+"""Settings that runs saved and that no longer exist. ``ppo.update_threads`` split each minibatch
+over threads, which changed only the order of float sums (and was never the default); a saved
+config that names it is read without it, and such a run continues as one pass."""
+
+
 def saved_config(data: dict[str, Any], source: str | Path) -> Config:
     """The ``Config`` of a resolved config a run saved (its ``config.yaml``, a pretrained file's),
-    the keys it predates taken from ``SETTINGS_ADDED_SINCE``; a ``ConfigError`` names ``source``."""
+    the keys it predates taken from ``SETTINGS_ADDED_SINCE``, those retired since
+    (``SETTINGS_RETIRED``) dropped; a ``ConfigError`` names ``source``."""
     data = copy.deepcopy(data)
+    for key in SETTINGS_RETIRED:
+        section, leaf = key.split(".")
+        if isinstance(data.get(section), dict):
+            data[section].pop(leaf, None)
     for key, value in SETTINGS_ADDED_SINCE.items():
         *parents, leaf = key.split(".")
         node = data

@@ -10,7 +10,7 @@ run's ``config.yaml`` beside it rebuilds the network and the environment. ``--en
 (repeatable) changes that environment for this evaluation only, e.g. larger maps
 (``map_size=48``), one family (``map_family=maze``) or your own map (``map_file=plan.png``); the
 keys are the fields of ``env.config.GridExploreConfig``. Held-out maps use odd seeds and training
-maps even ones (``rl/seeding.py``), so they never overlap. ``--workers N`` plays the maps in N
+maps even ones (``run/seeding.py``), so they never overlap. ``--workers N`` plays the maps in N
 Ray tasks at a time (a local Ray, or the cluster ``--address`` names; each task a contiguous chunk
 of the maps) with exactly the serial results.
 
@@ -21,13 +21,13 @@ checked before the first episode, and ``--json`` records each episode's ``map_fi
 ``compare.py`` pairs the results map by map. A checkpoint trained on a folder's ``train`` part
 (``configs/dungeon.yaml``, ``pretrained/dungeon.pt``) plays that part unless ``--env map_split=``
 says otherwise (``validation``, or ``all`` for every map of another folder), and says so
-(``rl.evaluation.train_part_note``; ``visualize.py`` too).
+(``evaluation.play.train_part_note``; ``visualize.py`` too).
 
-A pretrained file written with a map predictor (``python -m rl.pretrained ... --planner``, as
+A pretrained file written with a map predictor (``python -m planner.files ... --planner``, as
 both files of ``pretrained/``) also plays ``planner``: the agent weighing, for each move, the
 lookahead's cost in the world the predictor guesses (opened as the file says: v14) against a
-weight times its own log-probability (``rl.planner.planner_actor``; docs/results.md section
-8, v8). ``--planner PREDICTOR`` (a file of ``python -m rl.map_prediction``) plays it with that
+weight times its own log-probability (``planner.actor.planner_actor``; docs/results.md section
+8, v8). ``--planner PREDICTOR`` (a file of ``python -m planner.train_predictor``) plays it with that
 predictor instead, its guess not opened, ``--prior-weight W`` with that weight (default: the
 file's, else 0.5) and ``--opening W`` with its guess opened by W x W squares of free cells (0: not
 opened; default: as the file's planner). A planner's episode costs about ten of the agent's;
@@ -55,15 +55,34 @@ from pathlib import Path
 
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
-from rl.atomic import atomic_write_text, check_writable
-from rl.envs import with_env_overrides
-from rl.comparison import load_report
-from rl.evaluation import (AGENT, REFERENCES, STOP_PLAN, EpisodeResult, absent_map_dir_note, argmax_actor,
-                           evaluate_actors, finished_report, load_policy, map_dir_size, played_maps, train_part_note)
-from rl.interrupt import StopOnSignal
-from rl.planner import PLANNER, planner_actor
-from rl.pretrained import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
-from stats import format_mean_ci
+from env.episode import EpisodeResult
+from evaluation.comparison import load_report
+from evaluation.play import (
+    AGENT,
+    PLANNER,
+    REFERENCES,
+    STOP_PLAN,
+    absent_map_dir_note,
+    evaluate_actors,
+    finished_report,
+    load_policy,
+    map_dir_size,
+    played_maps,
+    train_part_note,
+)
+from evaluation.stats import format_mean_ci
+from graph_batch import argmax_actor
+from learning.envs import with_env_overrides
+from run.atomic import atomic_write_text, check_writable
+from run.interrupt import StopOnSignal
+
+try:  # the planner layer is optional: without planner/, the agent and the baselines play as ever
+    from planner.actor import planner_actor, portable_planner
+    from planner.files import DEFAULT_PRIOR_WEIGHT, Planner, planner_for
+except ModuleNotFoundError as missing:
+    if missing.name != "planner":
+        raise
+    planner_for = DEFAULT_PRIOR_WEIGHT = None
 
 COLUMNS = {  # summary key -> (header, decimals)
     "success_rate": ("success rate", 3),
@@ -73,7 +92,7 @@ COLUMNS = {  # summary key -> (header, decimals)
 }
 
 RAY_STOP_PLAN = "cancelling the chunks in play, then reporting the maps finished"
-"""What a signal does to ``--workers``' evaluation (``rl.cluster.evaluation.evaluate_on_ray``)."""
+"""What a signal does to ``--workers``' evaluation (``cluster.parallel_evaluation.evaluate_on_ray``)."""
 
 
 def format_ratio(name: str, reference: str, ratio: tuple[float, float, int] | None) -> str:
@@ -103,6 +122,12 @@ def planner_of(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Pla
     (None when neither), weighing the agent's log-probability by ``--prior-weight``, else the
     carried weight (``DEFAULT_PRIOR_WEIGHT`` for ``--planner``), its guess opened by ``--opening``
     (0: not at all), else as carried (not at all for ``--planner``)."""
+    if planner_for is None:  # no planner layer in this checkout
+        asked = [option for option, value in (("--planner", args.planner), ("--prior-weight", args.prior_weight),
+                                              ("--opening", args.opening)) if value is not None]
+        if asked or PLANNER in args.policy:
+            parser.error(f"{' '.join(asked) or '--policy planner'}: this checkout has no planner layer (planner/)")
+        return None
     try:
         planner = planner_for(args.checkpoint, args.planner)
     except (FileNotFoundError, ValueError) as error:
@@ -147,14 +172,15 @@ def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, a
                          stop: StopOnSignal, first: int, episodes: int) -> dict:
     """Maps ``first .. first + episodes - 1`` in ``args.workers`` Ray tasks; the GIF, if asked
     for, is played here first (one episode)."""
-    from rl.cluster.connect import ray_session  # Ray is imported only when asked for
-    from rl.cluster.evaluation import evaluate_on_ray
+    from cluster.connect import ray_session  # Ray is imported only when asked for
+    from cluster.parallel_evaluation import evaluate_on_ray
     names = list(actors)
     if args.gif is not None:
         evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False)
     with ray_session(args.address):
+        players = {PLANNER: portable_planner(planner)} if PLANNER in names else {}
         return evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, episodes,
-                               args.seed, args.workers, planner if PLANNER in names else None, stop, first)
+                               args.seed, args.workers, players, stop, first)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also play the agent planning in this map predictor's guess (needs --checkpoint)")
     parser.add_argument("--prior-weight", type=float,
                         help=f"the planner's weight on the agent's log-probability (default: the checkpoint's, "
-                             f"else {DEFAULT_PRIOR_WEIGHT})")
+                             f"else {DEFAULT_PRIOR_WEIGHT or 'none: no planner layer'})")
     parser.add_argument("--opening", type=int, metavar="W",
                         help="open the planner's guess by W x W squares of free cells, 0 not at all (default: as "
                              "the checkpoint's planner; with --planner, not at all)")

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from encoder.graph import adjacency_from_neighbors
+from env.episode import Actor
 from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURES, NODE_MASK
 
 
@@ -158,3 +159,14 @@ def consecutive_groups(indices: Sequence[int], size: int) -> list[range]:
         else:
             groups.append(range(position, position + 1))
     return groups
+
+
+def argmax_actor(policy: nn.Module) -> Actor:
+    """The trained policy, taking its most probable valid move (the argmax of its logits)."""
+
+    def act(obs: dict, env: object) -> int:
+        with torch.no_grad():  # one observation: forward_each's bits, the same in any process
+            logits, _ = forward_each(policy, {key: np.asarray(value)[None] for key, value in obs.items()})
+        return int(logits.argmax(-1).item())
+
+    return act

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from config import ConfigError, load_config
-from rl.checkpoint import CheckpointError, latest_checkpoint
-from rl.ppo import NonFiniteLossError
-from rl.run_lock import RunLockedError
-from rl.trainer import Trainer
+from learning.ppo import NonFiniteLossError
+from learning.trainer import Trainer
+from run.checkpoint import CheckpointError, latest_checkpoint
+from run.lock import RunLockedError
 
 
 def attention_heatmaps(weights, node_mask, title: str = ""):

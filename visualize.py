@@ -45,24 +45,30 @@ from PIL import Image
 
 from config import ConfigError
 from env.baselines import greedy
+from env.episode import Actor, run_episode
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
-from graph_batch import collate
-from rl.atomic import check_writable
-from rl.envs import make_env, with_env_overrides
-from rl.evaluation import (AGENT, Actor, absent_map_dir_note, argmax_actor, episode_options, load_policy, run_episode,
-                           train_part_note)
-from rl.planner import PLANNER, planner_actor
-from rl.pretrained import planner_for
-from rl.seeding import eval_episode_seed
+from evaluation.play import AGENT, PLANNER, absent_map_dir_note, episode_options, load_policy, train_part_note
+from graph_batch import argmax_actor, collate
+from learning.envs import make_env, with_env_overrides
+from run.atomic import check_writable
+from run.seeding import eval_episode_seed
 from viz.heatmaps import attention_heatmaps
-from viz.map_guess import map_guess_figure
 from viz.overlays import attention_on_map, attention_rows_on_map, head_disagreement, pointer_overlay
 from viz.routes import routes_figure
 
+try:  # the planner layer is optional: without planner/, the agent's pictures are drawn as ever
+    from planner.actor import planner_actor
+    from planner.files import planner_for
+    from planner.map_guess_picture import map_guess_figure
+except ModuleNotFoundError as missing:
+    if missing.name != "planner":
+        raise
+    planner_for = None
+
 
 def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None) -> list[dict]:
-    """One episode of the policy's argmax moves, played by ``rl.evaluation.run_episode`` with
+    """One episode of the policy's argmax moves, played by ``env.episode.run_episode`` with
     ``argmax_actor`` (so the moves are ``evaluate.py``'s on the same map); per step the frame (None
     unless ``env`` renders), observation, move, attention (the readable path's weights), the
     belief ([H, W], inside the padding) and the robot's cell."""
@@ -175,8 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         policy, config = load_policy(args.checkpoint)
     except (FileNotFoundError, ValueError) as error:  # no checkpoint, or one from another layout
         parser.error(str(error))
+    if planner_for is None and args.planner is not None:
+        parser.error("--planner: this checkout has no planner layer (planner/)")
     try:
-        planner = planner_for(args.checkpoint, args.planner)
+        planner = None if planner_for is None else planner_for(args.checkpoint, args.planner)
     except (FileNotFoundError, ValueError) as error:
         parser.error(f"--planner: {error}")
     others = {}

@@ -14,12 +14,12 @@ from typing import Any
 
 import torch
 
+from bench.synthetic import random_graph
 from config import ModelConfig
 from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES
 from graph_batch import collate
 from policy import PolicyNet
-from bench.synthetic import random_graph
 
 SIZES = {"small": dict(embed_dim=64, n_heads=4, n_layers=3, ff_dim=256),
          "reference": dict(embed_dim=128, n_heads=8, n_layers=6, ff_dim=512)}

@@ -23,14 +23,14 @@ import time
 
 import torch
 
+from cluster.connect import ray_session
+from cluster.rollout_actors import RayCollector
 from config import load_config
+from learning.collector import VectorEnvCollector
+from learning.gae import compute_gae
+from learning.ppo import adam, ppo_update
+from learning.worker_processes import ProcessCollector
 from policy import PolicyNet, build_policy
-from rl.cluster.collector import RayCollector
-from rl.cluster.connect import ray_session
-from rl.collector import VectorEnvCollector
-from rl.gae import compute_gae
-from rl.ppo import adam, ppo_update
-from rl.process_collector import ProcessCollector
 
 
 def update_seconds(config, policy: PolicyNet, rollout) -> float:

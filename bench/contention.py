@@ -35,7 +35,7 @@ from pathlib import Path
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from config import load_config
-from rl import tags
+from learning import tags
 
 OPENMP_WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 """libgomp's two settings of how an idle thread waits; the venv sets the second unless either is set."""

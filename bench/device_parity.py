@@ -27,9 +27,9 @@ import torch
 from torch import nn
 
 from env.observation import ACTION_MASK, CURRENT_INDEX, NODE_MASK
+from evaluation.play import load_policy
 from graph_batch import forward_observations
-from rl.envs import make_envs, with_env_overrides
-from rl.evaluation import load_policy
+from learning.envs import make_envs, with_env_overrides
 
 SIZE_BUCKETS = 4
 

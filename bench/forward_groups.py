@@ -19,8 +19,8 @@ import torch
 
 from config import load_config
 from graph_batch import collate, consecutive_groups, forward_groups
+from learning.envs import make_envs
 from policy import build_policy
-from rl.envs import make_envs
 
 
 def milliseconds(call, repeats: int) -> float:

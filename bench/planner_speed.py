@@ -3,13 +3,13 @@
     python -m bench.planner_speed [--checkpoint pretrained/default.pt] [--episodes 5]
         [--first-episode 0] [--seed 0] [--env KEY=VALUE ...]
 
-Plays a pretrained file's planner (``rl.planner.planner_actor``: the agent planning in its map
+Plays a pretrained file's planner (``planner.actor.planner_actor``: the agent planning in its map
 predictor's guess), the agent alone (its argmax) and greedy on the same held-out maps of
 ``evaluate.py`` (with a ``map_dir``, episode i plays map i), one torch thread, each after a warm-up
 episode on the first map. Prints each one's seconds a map and milliseconds a move, and how a
 planner's move splits: the guess (the predictor), building the guessed world
-(``GridExploreEnv.imagined_world_copy``: its lattice and graph), greedy's play-outs in it
-(``env.lookahead.lookahead_costs``), the agent's forward pass, and the rest (the real env's
+(``planner.worlds.imagined_world``: its lattice and graph), greedy's play-outs in it
+(``planner.lookahead.lookahead_costs``), the agent's forward pass, and the rest (the real env's
 step, the choice). The parts are wall-clock timers around those functions, not a profiler, so
 they cost what they cost in an evaluation. Run it alone: on a shared 2-core VM whole-episode
 times move by 10-20% from run to run, so compare two versions by alternating them. Ctrl-C stops
@@ -26,17 +26,17 @@ from pathlib import Path
 
 import torch
 
-import env.lookahead
-import rl.planner
 from bench.train_speed import timed, timing
 from config import EnvConfig
 from env.baselines import greedy
-from env.grid_explore import GridExploreEnv
-from rl.checkpoint import CheckpointError
-from rl.envs import with_env_overrides
-from rl.evaluation import AGENT, absent_map_dir_note, argmax_actor, evaluate_actors, load_policy
-from rl.planner import PLANNER, planning_actor, predicted_guess
-from rl.pretrained import read_planner
+from evaluation.play import AGENT, PLANNER, absent_map_dir_note, evaluate_actors, load_policy
+from graph_batch import argmax_actor
+from learning.envs import with_env_overrides
+from planner import actor as actor_module
+from planner import lookahead as lookahead_module
+from planner.actor import planning_actor, predicted_guess
+from planner.files import read_planner
+from run.checkpoint import CheckpointError
 
 PARTS = {
     "guess": "the guess (the map predictor)",
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except (CheckpointError, FileNotFoundError) as error:
         parser.error(f"--checkpoint: {error}")
     if planner is None:
-        parser.error(f"{args.checkpoint} carries no planner (python -m rl.pretrained --planner adds one)")
+        parser.error(f"{args.checkpoint} carries no planner (python -m planner.files --planner adds one)")
     if note := absent_map_dir_note(config.env, args.env, args.checkpoint):
         parser.error(note)
     env_config = with_env_overrides(config.env, args.env)
@@ -91,9 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     guess = timed(predicted_guess(planner.predictor, opening=planner.opening), parts["guess"])
     try:
         with ExitStack() as stack:
-            stack.enter_context(timing(GridExploreEnv, "imagined_world_copy", parts["world"]))
-            stack.enter_context(timing(env.lookahead, "lookahead_costs", parts["play-outs"]))
-            stack.enter_context(timing(rl.planner, "forward_each", parts["policy"]))
+            stack.enter_context(timing(lookahead_module, "imagined_world", parts["world"]))
+            stack.enter_context(timing(lookahead_module, "lookahead_costs", parts["play-outs"]))
+            stack.enter_context(timing(actor_module, "forward_each", parts["policy"]))
             planner_timing = seconds_and_moves(planning_actor(policy, guess, planner.prior_weight), env_config,
                                                args.episodes, args.seed, args.first_episode,
                                                after_warm_up=forget_the_warm_up)

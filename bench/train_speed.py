@@ -3,7 +3,7 @@
     python -m bench.train_speed [--config configs/dungeon.yaml] [--init-from pretrained/dungeon.pt]
         [--variant "ppo.update_dtype=bfloat16"] ... [--updates 3] [--rounds 2] [key=value ...]
 
-Each round builds one ``rl.trainer.Trainer`` per setting (the config with the trailing overrides,
+Each round builds one ``learning.trainer.Trainer`` per setting (the config with the trailing overrides,
 then each ``--variant``'s overrides on top), from the same weights and seed, and runs
 ``--updates`` updates of ``train.py``'s loop (no images, no checkpoints written until the end),
 timing the collection (``collector.collect``) and the PPO update (``ppo_update``) apart. The first
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import rl.trainer
+import learning.trainer
 from config import load_config
-from rl.trainer import Trainer
+from learning.trainer import Trainer
 
 
 def timed(function: Callable, seconds: list[float]) -> Callable:
@@ -57,7 +57,7 @@ def time_updates(config_path: str, overrides: list[str], updates: int, run_dir: 
     update_s: list[float] = []
     trainer = Trainer.create(config, run_dir)
     trainer.collector.collect = timed(trainer.collector.collect, collect_s)
-    with timing(rl.trainer, "ppo_update", update_s):
+    with timing(learning.trainer, "ppo_update", update_s):
         trainer.train(progress=False)
     return statistics.median(collect_s[1:]), statistics.median(update_s[1:]), batch
 

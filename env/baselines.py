@@ -63,7 +63,7 @@ def greedy(obs: dict, env: gym.Env) -> int:
 def greedy_on_return(policy: Policy) -> Policy:
     """``policy``, except that back on a node where it chose at an earlier step of the episode,
     with no cell seen since, it takes greedy's move. A policy that reads only the belief and the
-    robot's node (a lookahead in a guessed world, ``rl.planner.planning_actor``) would choose as
+    robot's node (a lookahead in a guessed world, ``planner.actor.planning_actor``) would choose as
     it did then and go round for good (it did on 2 of 100 maps of 48 x 48 cells); greedy's move
     leads on until something new is seen. Remembers one episode at a time (it starts afresh at
     step 0)."""

@@ -1,7 +1,6 @@
 """The exploration gridworld as a gymnasium env."""
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -9,21 +8,28 @@ import gymnasium as gym
 import numpy as np
 
 from env.config import MIXED, GridExploreConfig
+from env.context import context_features, privileged_features
 from env.frontiers import frontier_mask
 from env.geometry import flat_index, map_cells, reachable_mask
 from env.graph import ViewpointGraph
-from env.lattice import build_lattice, cells_before_sites, n_steps_for
+from env.lattice import build_lattice, n_steps_for
 from env.map_collection import map_collection
 from env.map_io import start_on
 from env.maps import MAP_FAMILIES, GridMap, generate
-from env.context import context_features, privileged_features
-from env.observation import (ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES,
-                             NODE_MASK, node_feature_names, observation_space)
+from env.observation import (
+    ACTION_MASK,
+    CURRENT_INDEX,
+    N_NODE_FEATURES,
+    NEIGHBORS,
+    NODE_FEATURES,
+    NODE_MASK,
+    node_feature_names,
+    observation_space,
+)
 from env.reward import step_reward
 from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
 from env.state_copy import copy_except
 from env.state_digest import feed, new_digest
-
 
 EXPLORED_COVERAGE = 0.99
 """The fraction of the reachable free cells that must be known for an episode to terminate."""
@@ -145,65 +151,6 @@ class GridExploreEnv(gym.Env):
         new_cells = self._reveal(self._sensor.observe(self._occupied, start_flat))
         self._refresh()
         return self._observation(), self._info(new_cells, invalid=False)
-
-    def belief_world_copy(self) -> "GridExploreEnv":
-        """A deep copy in which the world is this env's belief, every unknown cell an obstacle:
-        what the robot knows and nothing more, so a planner may look ahead in it honestly.
-
-        Stepping the copy reveals only walls where this env has unknown cells, so its frontiers
-        close as the sensor passes them and its episode ends once every current frontier has been
-        looked at: its travel is the cost of clearing the frontiers the robot knows of. Its
-        ``coverage`` keeps counting the true map's free cells and is meaningless.
-        """
-        world = self.lookahead_copy()  # its own belief and graph; its world is replaced below
-        world.required_coverage = 0.0  # its coverage counts the true map's cells: ends when exhausted
-        occupied = world.belief != FREE  # [H+2p, W+2p]: known walls, the padding, and the unknown
-        world._occupied = occupied.ravel()
-        world._truth = np.where(world._occupied, OCCUPIED, FREE).astype(np.int8)
-        world._sweeps = {}  # cached sweeps saw the true map
-        p = self.pad
-        world.grid_map = GridMap(occupied=occupied[p:-p, p:-p].copy(), start=self.grid_map.start)
-        return world
-
-    def imagined_world_copy(self, guess_occupied: np.ndarray) -> "GridExploreEnv | None":
-        """A copy in a world of the robot's own making: its belief, every unknown cell as the
-        [H, W] bool ``guess_occupied`` says (a map predictor's guess), and a lattice and graph
-        built from that world alone, so a planner may look ahead in it honestly; None when the
-        robot stands on a node the guessed lattice has not (a lookout or an approach node).
-
-        The true lattice's sites and routes in unknown space would tell where free cells are, so
-        the copy builds its own from the guessed world, anchored at the same start (the same
-        lattice points). Where the robot's graph has a node, the cells its box searches before
-        the node's position are occupied (``env.lattice.cells_before_sites``): the node says
-        so. The copy's graph grows from the belief as a fresh one would, the robot on its own
-        node, nothing else visited. It reads this env's belief, graph nodes, start
-        and step count, never its true map; its ``coverage`` is meaningless (NaN in ``step``'s
-        info) and its episode ends once no node sees a frontier.
-        """
-        p, graph = self.pad, self.graph
-        belief = self.belief[p:-p, p:-p]
-        occupied = np.where(belief == UNKNOWN, guess_occupied, belief != FREE)
-        lattice = graph.lattice_of_node[: graph.n_nodes]
-        on_lattice = lattice < graph.geometry.n_lattice  # lookouts' ids lie past the lattice
-        before = cells_before_sites(graph.geometry.lattice_rc[lattice[on_lattice]],
-                                    graph.node_rc[: graph.n_nodes][on_lattice], self.config.node_spacing, occupied.shape)
-        occupied[before[:, 0], before[:, 1]] |= belief[before[:, 0], before[:, 1]] == UNKNOWN  # known cells stay
-        world = copy.copy(self)
-        world._set_world(GridMap(occupied=occupied, start=self.grid_map.start))
-        world.belief = self.belief.copy()
-        world._reachable = np.zeros_like(self._reachable)
-        world.reachable_free = world.known_free = 0
-        world.required_coverage = 0.0
-        world.path = list(self.path)
-        world.episode_over = world.stuck = world.time_limit_ends_episode = False
-        world._refresh()
-        point = int(graph.lattice_of_node[self.robot_node])
-        node = world.graph.node_of_lattice[point] if point < graph.geometry.n_lattice else -1
-        if node < 0 or (world.graph.node_rc[node] != graph.node_rc[self.robot_node]).any():
-            return None
-        world.robot_node = int(node)
-        world.graph.visited[node] = True
-        return world
 
     def lookahead_copy(self) -> "GridExploreEnv":
         """An independent copy to play ahead in, sharing with this env what an episode never changes.

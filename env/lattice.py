@@ -165,7 +165,7 @@ def build_lattice(occupied: np.ndarray, start: tuple[int, int], spacing: int, n_
 _BENT_ROUTES: dict[tuple, tuple | None] = {}
 """Routes ``bent_routes`` has found, keyed by all that one depends on: its two ends and the cells
 of the box it is searched in. A planner builds a lattice of a guessed world at every move
-(``GridExploreEnv.imagined_world_copy``), and most boxes are as they were the move before."""
+(``planner.worlds.imagined_world``), and most boxes are as they were the move before."""
 BENT_ROUTES_KEPT = 4096
 """How many routes ``_BENT_ROUTES`` keeps; past that the oldest go first."""
 
@@ -253,7 +253,7 @@ def cells_before_sites(lattice_rc: np.ndarray, site_rc: np.ndarray, spacing: int
     """[m, 2] (row, col) of the cells of the given points' boxes that come before each point's
     site in the search order: occupied, for the site is the first free cell. Knowing a node's
     position therefore tells these cells, which a map guessed around the graph must respect
-    (``GridExploreEnv.imagined_world_copy``)."""
+    (``planner.worlds.imagined_world``)."""
     rows, cols, inside = _box_cells(lattice_rc, spacing, shape)
     at_site = (rows == site_rc[:, 0, None]) & (cols == site_rc[:, 1, None])
     before = inside & (np.cumsum(at_site, axis=1) == 0)

@@ -4,7 +4,7 @@ Building a collection reads only the files' headers (their sizes), so that every
 worker builds its env cheaply; an episode decodes its map, and a small per-process cache keeps
 the latest ones. ``MapCollection.check_each`` checks every file's integrity without decoding its
 pixels (a PNG's chunk checksums), once per process: the check the CLIs run before any episode
-(``rl.envs.check_env_config``), well under a second for the reference's 5,663 maps. What only the
+(``learning.envs.check_env_config``), well under a second for the reference's 5,663 maps. What only the
 pixels tell (a map without a free cell) is found, named, when the map is first played.
 
 ``map_split`` takes a fixed part of a collection: ``validation`` is every map whose name's CRC-32
@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-
 from PIL import Image
 
 from env.config import GridExploreConfig

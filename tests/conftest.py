@@ -27,8 +27,8 @@ def local_ray():
 def smoke_run(tmp_path_factory):
     """train.py on the smoke config, stopped after 2 of its 3 updates, then resumed with --resume."""
     import train
-    from rl.checkpoint import latest_checkpoint
-    from rl.trainer import Trainer
+    from learning.trainer import Trainer
+    from run.checkpoint import latest_checkpoint
 
     run_dir = tmp_path_factory.mktemp("smoke")
     Trainer.create(smoke_config(run_dir), run_dir, train.attention_heatmaps).train(max_updates=2)  # draws at update 2
@@ -42,7 +42,8 @@ def stale_checkpoint_run(smoke_run, tmp_path):
     """A run folder whose checkpoint has one node feature fewer than the observation: the smoke
     run's, as an older version of the observation layout would have saved it."""
     import torch
-    from rl.checkpoint import latest_checkpoint, load_checkpoint
+
+    from run.checkpoint import latest_checkpoint, load_checkpoint
 
     state = load_checkpoint(latest_checkpoint(smoke_run))
     weight = state["model"]["actor_trunk.initial_embedding.weight"]

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -17,11 +18,12 @@ from env.baselines import greedy
 from env.frontiers import frontier_mask
 from env.geometry import line_cells
 from env.graph import ViewpointGraph
+from env.grid_explore import GridExploreEnv
 from env.lattice import build_lattice, n_steps_for
 from env.observation import ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURE_NAMES, NODE_FEATURES
 from env.sensing import FREE, OCCUPIED
-from predictor import MapPredictor
-from rl.envs import with_env_overrides
+from learning.envs import with_env_overrides
+from planner.predictor import MapPredictor
 from tests.map_folders import write_maps
 
 HEAD_COUNTS = [1, 2, 4, 8]
@@ -186,7 +188,7 @@ def observations(B, seed=0):
 
 
 def assert_same_rollout(a, b) -> None:
-    """Two ``rl.buffer.Rollout``s equal bit for bit: every tensor, observation and finished episode."""
+    """Two ``learning.buffer.Rollout``s equal bit for bit: every tensor, observation and finished episode."""
     for name in a.TENSORS:
         assert torch.equal(getattr(a, name), getattr(b, name)), name
     assert a.obs.keys() == b.obs.keys()
@@ -229,7 +231,7 @@ def towards_guidepost(obs: dict) -> int:
 
 
 def guidepost_continuation(batch: dict) -> np.ndarray:
-    """``towards_guidepost`` row by row, as an ``env.lookahead.Continuation`` (batched observations -> slots)."""
+    """``towards_guidepost`` row by row, as an ``planner.lookahead.Continuation`` (batched observations -> slots)."""
     return np.array([towards_guidepost({key: value[i] for key, value in batch.items()})
                      for i in range(len(batch[CURRENT_INDEX]))])
 
@@ -242,3 +244,17 @@ def free_everywhere_predictor():
             parameter.zero_()
         net.out.bias.fill_(-5.0)
     return net
+
+
+def random_valid_action(obs, rng: np.random.Generator) -> int:
+    return int(rng.choice(np.flatnonzero(obs[ACTION_MASK])))
+
+
+def mid_episode(max_steps: int) -> tuple[GridExploreEnv, dict]:
+    """An unwrapped env three random moves into an episode, and its observation."""
+    env = gym.make("GridExplore-v0", map_size=24, max_steps=max_steps).unwrapped
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        obs, *_ = env.step(random_valid_action(obs, rng))
+    return env, obs

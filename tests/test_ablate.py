@@ -42,8 +42,8 @@ def test_a_2x2_sweep_writes_every_file_with_the_right_rows(sweep):
 
 def test_each_run_keeps_its_episodes_for_a_paired_comparison(sweep, capsys):
     import compare
-    from rl.comparison import load_report
-    from rl.sweep import EVALUATION
+    from evaluation.ablation_run import EVALUATION
+    from evaluation.comparison import load_report
 
     reports = sorted(sweep.glob(f"*/{EVALUATION}"))
     assert len(reports) == 4
@@ -191,9 +191,9 @@ def test_a_run_stopped_by_a_signal_is_not_evaluated_and_the_next_call_resumes_it
 
     import torch
 
-    from rl.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint
-    from rl.process_collector import ProcessCollector
-    from rl.sweep import EVALUATION, RESULT, RunSpec, RunStoppedError, run_one
+    from evaluation.ablation_run import EVALUATION, RESULT, RunSpec, RunStoppedError, run_one
+    from learning.worker_processes import ProcessCollector
+    from run.checkpoint import checkpoint_path, latest_checkpoint, load_checkpoint
 
     def spec(run_dir):
         return RunSpec(label="model.n_heads=1", overrides=("model.n_heads=1", "ppo.total_timesteps=320",
@@ -258,7 +258,7 @@ def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
     import sys
     import time
 
-    from rl.checkpoint import latest_checkpoint, load_checkpoint
+    from run.checkpoint import latest_checkpoint, load_checkpoint
     from tests.helpers import ROOT
 
     out = tmp_path / "sweep"
@@ -282,9 +282,9 @@ def test_a_stopped_sweep_saves_each_running_run_before_it_ends(tmp_path):
     assert not (run_dir / "result.json").exists()
 
 
-def test_which_collector_or_update_threads_made_a_run_does_not_make_it_stale(tmp_path):
+def test_which_collector_or_a_retired_update_split_made_a_run_does_not_make_it_stale(tmp_path):
     from config import load_config, save_config
-    from rl.sweep import RunSpec, StaleRunError, check_reusable, spec_config
+    from evaluation.ablation_run import RunSpec, StaleRunError, check_reusable, spec_config
 
     spec = RunSpec(label="l", overrides=(), seed=1, run_dir=str(tmp_path), config_path=str(SMOKE), episodes=1,
                    eval_seed=0, torch_threads=1)
@@ -294,11 +294,8 @@ def test_which_collector_or_update_threads_made_a_run_does_not_make_it_stale(tmp
     save_config(load_config(SMOKE, [*made, "env.vector=async", "env.workers=2"]), tmp_path / "config.yaml")
     check_reusable(tmp_path, asked)  # the same rollouts, bit for bit: the run is still this one
     config_yaml = tmp_path / "config.yaml"
-    save_config(load_config(SMOKE, [*made, "ppo.update_threads=1"]), config_yaml)
-    check_reusable(tmp_path, asked)  # only the order of the update's float sums differs
-    config_yaml.write_text("".join(line for line in config_yaml.read_text().splitlines(keepends=True)
-                                   if "update_threads" not in line))
-    check_reusable(tmp_path, asked)  # a run made before the setting existed
+    config_yaml.write_text(config_yaml.read_text().replace("ppo:\n", "ppo:\n  update_threads: 2\n"))
+    check_reusable(tmp_path, asked)  # a run made with the retired update split: only float sums' order differed
     save_config(load_config(SMOKE, [*made, "env.forward_group=2"]), tmp_path / "config.yaml")
     with pytest.raises(StaleRunError, match="env.forward_group: 2 there, 1 asked"):
         check_reusable(tmp_path, asked)

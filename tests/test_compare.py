@@ -177,7 +177,7 @@ def test_reports_of_later_maps_are_not_paired_with_the_first_ones(tmp_path, caps
     name would tell that episode 0 of one is episode 2 of the held-out maps."""
     from config import EnvConfig
     from env.baselines import BASELINES
-    from rl.evaluation import evaluate_actors, evaluation_report
+    from evaluation.play import evaluate_actors, evaluation_report
 
     env = EnvConfig(kwargs={"map_size": 16, "max_steps": 40})
     reports = {}
@@ -197,7 +197,7 @@ def test_reports_of_later_maps_are_not_paired_with_the_first_ones(tmp_path, caps
 def test_join_puts_the_parts_of_a_split_run_end_to_end(tmp_path, capsys):
     from config import EnvConfig
     from env.baselines import BASELINES
-    from rl.evaluation import evaluate_actors, evaluation_report
+    from evaluation.play import evaluate_actors, evaluation_report
 
     env = EnvConfig(kwargs={"map_size": 16, "max_steps": 40})
     actors = {name: BASELINES[name] for name in ("nearest_frontier", "greedy")}

@@ -5,8 +5,20 @@ from pathlib import Path
 
 import pytest
 
-from config import (ATTENTION_IMPLS, SETTINGS_ADDED_SINCE, Config, ConfigError, ModelConfig, flat_settings, from_dict,
-                    load_config, load_run_config, read_yaml_file, save_config, saved_config)
+from config import (
+    ATTENTION_IMPLS,
+    SETTINGS_ADDED_SINCE,
+    Config,
+    ConfigError,
+    ModelConfig,
+    flat_settings,
+    from_dict,
+    load_config,
+    load_run_config,
+    read_yaml_file,
+    save_config,
+    saved_config,
+)
 
 CONFIG_DIR = Path(__file__).parents[1] / "configs"
 CONFIGS = sorted(CONFIG_DIR.glob("*.yaml"))
@@ -128,7 +140,6 @@ def test_the_attention_names_are_the_encoders():
     ("model.tanh_clipping=.nan", r"model.tanh_clipping must be a finite number > 0, got nan"),
     ("model.n_heads=[", r"override 'model.n_heads=\[': the value is not valid YAML"),
     ("env.forward_group=0", r"env.forward_group must be >= 1, got 0"),
-    ("ppo.update_threads=0", r"ppo.update_threads must be >= 1, got 0"),
 ])
 def test_out_of_range_values_are_refused_naming_the_key(override, message):
     with pytest.raises(ConfigError, match=message):
@@ -164,6 +175,6 @@ def test_ray_workers_take_whole_forward_groups():
 
 def test_only_ray_refuses_more_workers_than_groups():
     assert load_config(None).env.vector == "processes" and load_config(None).env.workers == 2
-    for vector in ("sync", "async", "processes"):  # processes: one per group at most (tests/rl/test_process_collector.py)
+    for vector in ("sync", "async", "processes"):  # processes: one per group at most (tests/learning/test_worker_processes.py)
         assert load_config(None, ["env.num_envs=1", f"env.vector={vector}"]).env.workers == 2
         assert load_config(None, ["env.num_envs=4", f"env.vector={vector}", "env.workers=3"]).env.n_forward_groups == 1

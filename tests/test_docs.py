@@ -2,9 +2,9 @@
 
 Read statically (``ast``): no project module is imported but ``config``, for its keys. What
 counts as this project's name:
-  - a path under one of the project's folders (``encoder/attention.py``, ``rl/cluster/``), or a
+  - a path under one of the project's folders (``encoder/attention.py``, ``cluster/``), or a
     bare ``*.py`` other than the reference's files; a relative Markdown link;
-  - a dotted name starting with a project module (``rl.collector.Collector``), or a config key
+  - a dotted name starting with a project module (``learning.collector.Collector``), or a config key
     (``ppo.gae_values``);
   - a CamelCase class or an ALL_CAPS constant, alone or as ``Class.attribute``, unless
     ``NOT_OURS`` lists it (the reference's classes with no home here, torch's and PyG's);
@@ -210,8 +210,8 @@ def test_each_class_lives_in_the_file_the_guide_gives():
 
 @pytest.mark.parametrize("span, problem", [
     ("encoder/attention_old.py", "encoder/attention_old.py: no such file"),
-    ("rl.collectors.Collector", "rl defines no 'collectors'"),
-    ("rl.collector.Collecter", "rl.collector defines no 'Collecter'"),
+    ("learning.collectors.Collector", "learning defines no 'collectors'"),
+    ("learning.collector.Collecter", "learning.collector defines no 'Collecter'"),
     ("PolicyNet.value_heads", "PolicyNet.value_heads: the class has no such attribute"),
     ("EncoderLayer.feed_forward", None),  # set in its base class, AttentionBlock
     ("GraphTrunks", "GraphTrunks: defined nowhere"),

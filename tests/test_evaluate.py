@@ -1,5 +1,5 @@
 """evaluate.py's table, from hand-made summaries, and its runs over a map folder (its other end-to-end
-runs are in tests/rl/test_train.py)."""
+runs are in tests/learning/test_train.py)."""
 import json
 import re
 import signal
@@ -12,13 +12,15 @@ from PIL import Image
 
 import evaluate
 import visualize
-from evaluate import format_table
 from env.baselines import BASELINES
-from predictor import MapPredictor
-from predictor.files import predictor_file
-from rl.evaluation import EpisodeResult, summarise, travel_ratio
-from rl.pretrained import export, planner_entry
-from rl.trainer import Trainer
+from env.episode import EpisodeResult
+from evaluate import format_table
+from evaluation.play import summarise, travel_ratio
+from learning.trainer import Trainer
+from planner.files import planner_entry
+from planner.predictor import MapPredictor
+from planner.predictor_files import predictor_file
+from run.pretrained import export
 from tests.helpers import SMOKE, agent_without_planner, free_everywhere_predictor, smoke_config
 from tests.map_folders import MAP_ORDER, write_maps
 

@@ -9,8 +9,7 @@ from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES, observation_space
 from graph_batch import collate
 from policy import GraphTrunk, PolicyNet
-from tests.helpers import HEAD_COUNTS, K, N_MAX, observations
-
+from tests.helpers import HEAD_COUNTS, N_MAX, K, observations
 
 
 def small_config(**overrides):

@@ -6,11 +6,14 @@ import pytest
 import torch
 from PIL import Image
 
-from predictor.files import FORMAT as PREDICTOR_FORMAT
-from rl.envs import make_env, with_env_overrides
-from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.planner import planner_actor
-from rl.pretrained import FORMAT, read_planner
+from env.episode import run_episode
+from evaluation.play import load_policy
+from graph_batch import argmax_actor
+from learning.envs import make_env, with_env_overrides
+from planner.actor import planner_actor
+from planner.files import read_planner
+from planner.predictor_files import FORMAT as PREDICTOR_FORMAT
+from run.pretrained import FORMAT
 from tests.helpers import ROOT
 
 SHIPPED = ["default.pt", "dungeon.pt"]

@@ -1,6 +1,6 @@
 """Ablation plots: learning curves per setting (seeds, mean, 95% CI), and a final metric per setting.
 
-Both take the sweep's results grouped by setting, ``{label: [result dict per seed]}`` (``rl.report.by_setting``).
+Both take the sweep's results grouped by setting, ``{label: [result dict per seed]}`` (``evaluation.ablation_report.by_setting``).
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from stats import mean_ci
+from evaluation.stats import mean_ci
 from viz.heatmaps import plt
 
 
@@ -22,7 +22,7 @@ def binned(steps: list[int], values: list[float], edges: np.ndarray) -> np.ndarr
     return out
 
 
-CURVES = {  # curve (``rl.sweep.CURVES``) -> (axis label, the range its values live in, y fitted from)
+CURVES = {  # curve (``evaluation.ablation_run.CURVES``) -> (axis label, the range its values live in, y fitted from)
     "coverage": ("coverage at episode end", (0.0, 1.0), 0.0),
     "return": ("episodic return", (-np.inf, np.inf), 0.0),
     # The first few updates travel up to ten times as far; fitted to them, the axis would hide

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from encoder import layers
+from encoder.attention import MultiHeadAttention
 from encoder.graph import adjacency_from_neighbors
 from encoder.layers import Encoder
-from encoder.attention import MultiHeadAttention
 from encoder.packing import ROW_QUANTUM, graph_attention, pack, pad_rows
 
 D = 32

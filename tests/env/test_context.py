@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from env.baselines import greedy
-from env.context import (CONTEXT_FEATURE_NAMES, PRIVILEGED_FEATURE_NAMES, context_features, summed_area,
-                         window_counts)
+from env.context import CONTEXT_FEATURE_NAMES, PRIVILEGED_FEATURE_NAMES, context_features, summed_area, window_counts
 from env.grid_explore import GridExploreEnv
 from env.observation import N_NODE_FEATURES, NODE_FEATURES, node_feature_names
 from env.sensing import FREE, OCCUPIED, UNKNOWN

@@ -1,5 +1,4 @@
 import copy
-import math
 import re
 
 import gymnasium as gym
@@ -15,24 +14,9 @@ from env.grid_explore import GridExploreEnv
 from env.maps import MAP_FAMILIES
 from env.observation import ACTION_MASK, CURRENT_INDEX, N_NODE_FEATURES, NEIGHBORS, NODE_FEATURES, NODE_MASK
 from env.reward import COMPLETION_BONUS, INVALID_ACTION_PENALTY, step_reward
-from env.sensing import FREE, UNKNOWN
-from tests.helpers import hop_length_by_hand
+from tests.helpers import hop_length_by_hand, mid_episode, random_valid_action
 
 ENV_IDS = sorted(env_package.ENV_IDS)
-
-
-def random_valid_action(obs, rng: np.random.Generator) -> int:
-    return int(rng.choice(np.flatnonzero(obs[ACTION_MASK])))
-
-
-def mid_episode(max_steps: int) -> tuple[GridExploreEnv, dict]:
-    """An unwrapped env three random moves into an episode, and its observation."""
-    env = gym.make("GridExplore-v0", map_size=24, max_steps=max_steps).unwrapped
-    obs, _ = env.reset(seed=3)
-    rng = np.random.default_rng(0)
-    for _ in range(3):
-        obs, *_ = env.step(random_valid_action(obs, rng))
-    return env, obs
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)
@@ -102,27 +86,6 @@ def test_play_moves_the_env_as_step_does_without_an_observation():
             break
     assert not built  # no observation was built on the way
     assert stepped.steps > 10
-
-
-def test_the_belief_world_holds_what_the_robot_knows_and_nothing_more():
-    """``belief_world_copy``: a world for honest lookahead, the unknown taken as walls."""
-    env, obs = mid_episode(max_steps=200)
-    belief_before = env.belief.copy()
-    known_free = env.belief == FREE
-    assert (env.belief == UNKNOWN).any()  # there is something left to hide
-
-    world = env.belief_world_copy()
-    p = env.pad
-    assert np.array_equal(world.grid_map.occupied, ~known_free[p:-p, p:-p])
-    o, steps = obs, 0
-    while True:
-        o, _, terminated, truncated, _ = world.step(greedy(o, world))
-        steps += 1
-        if terminated or truncated:
-            break
-    assert terminated and steps > 1  # it cleared the known frontiers, travelling to do so
-    assert np.array_equal(world.belief == FREE, known_free)  # no free cell the robot had not seen
-    assert np.array_equal(env.belief, belief_before)  # and the original is untouched
 
 
 def test_make_accepts_keyword_overrides():

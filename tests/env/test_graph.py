@@ -8,7 +8,6 @@ from env.sensing import FREE, OCCUPIED, UNKNOWN
 from tests.helpers import viewpoint_graph, walled_room
 
 
-
 def test_open_room_graph_is_the_full_lattice():
     graph = viewpoint_graph(walled_room())
     assert graph.n_nodes == 9

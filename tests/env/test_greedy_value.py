@@ -11,7 +11,7 @@ import env.greedy_value as greedy_value_module
 from env.baselines import greedy
 from env.greedy_value import GREEDY_VALUE, GreedyValue, play_greedy, play_greedy_joining, remember
 from env.observation import ACTION_MASK
-from rl.seeding import eval_episode_seed
+from run.seeding import eval_episode_seed
 from tests.helpers import greedy_return_by_hand
 
 

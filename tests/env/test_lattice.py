@@ -7,7 +7,7 @@ from env.baselines import nearest_frontier
 from env.grid_explore import GridExploreEnv
 from env.lattice import LATTICE_STEPS, build_lattice, cells_before_sites, opposite
 from env.observation import CURRENT_INDEX
-from rl.seeding import eval_episode_seed
+from run.seeding import eval_episode_seed
 
 
 def _box_map(size: int = 12) -> np.ndarray:

@@ -6,7 +6,7 @@ from env.baselines import greedy, nearest_frontier
 from env.grid_explore import GridExploreEnv
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.sensing import FREE
-from rl.seeding import eval_episode_seed
+from run.seeding import eval_episode_seed
 from tests.helpers import hop_length_by_hand
 
 STUCK_BEFORE = [10, 170, 288]

@@ -12,9 +12,10 @@ from config import EnvConfig
 from env.config import MAP_SPLITS
 from env.grid_explore import GridExploreEnv
 from env.map_collection import find_maps, natural_key
-from rl.envs import check_env_config
-from rl.evaluation import map_dir_size
+from evaluation.play import map_dir_size
+from learning.envs import check_env_config
 from tests.map_folders import MAP_ORDER, MAP_SHAPES, room_map, write_maps
+
 
 def collection_env(tmp_path, **kwargs) -> GridExploreEnv:
     return GridExploreEnv(map_dir=str(write_maps(tmp_path / "maps")), **kwargs)

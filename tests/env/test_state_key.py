@@ -10,7 +10,7 @@ from env.graph import ViewpointGraph
 from env.greedy_value import play_greedy
 from env.grid_explore import GridExploreEnv
 from env.state_digest import feed, new_digest
-from rl.seeding import eval_episode_seed
+from run.seeding import eval_episode_seed
 
 WITH_LOOKOUT = [10, 288]
 """Held-out 16 x 16 maps (seed 900007; ``tests/env/test_lookout.py``) where greedy's ninth and tenth

@@ -7,10 +7,13 @@ from PIL import Image
 
 import visualize
 from env.baselines import greedy
-from predictor import MapPredictor
-from predictor.files import predictor_file
-from rl.evaluation import argmax_actor, load_policy, run_episode
-from rl.pretrained import export, planner_entry
+from env.episode import run_episode
+from evaluation.play import load_policy
+from graph_batch import argmax_actor
+from planner.files import planner_entry
+from planner.predictor import MapPredictor
+from planner.predictor_files import predictor_file
+from run.pretrained import export
 
 
 def test_writes_the_gif_the_routes_and_two_pictures_per_encoder_layer(smoke_run, tmp_path):
@@ -98,7 +101,7 @@ def test_head_disagreement_is_the_mean_total_variation_between_heads():
 @pytest.fixture(scope="module")
 def one_head_run(tmp_path_factory):
     """A smoke run with one head, one update: another head count for the same env."""
-    from rl.trainer import Trainer
+    from learning.trainer import Trainer
     from tests.helpers import smoke_config
 
     run_dir = tmp_path_factory.mktemp("one_head")
@@ -133,7 +136,7 @@ def test_compare_takes_a_run_against_its_own_earlier_checkpoint(smoke_run, tmp_p
 
 
 def test_compare_refuses_a_checkpoint_of_other_env_settings(smoke_run, tmp_path, capsys):
-    from rl.trainer import Trainer
+    from learning.trainer import Trainer
     from tests.helpers import smoke_config
 
     run_dir = tmp_path / "bigger"
@@ -144,8 +147,8 @@ def test_compare_refuses_a_checkpoint_of_other_env_settings(smoke_run, tmp_path,
 
 
 def test_compare_table_averages_over_every_state_of_the_first_maps(smoke_run, tmp_path, capsys):
-    from rl.envs import make_env
-    from rl.seeding import eval_episode_seed
+    from learning.envs import make_env
+    from run.seeding import eval_episode_seed
     from viz.overlays import head_disagreement
 
     early = smoke_run / "checkpoint_000001.pt"
@@ -175,8 +178,9 @@ def test_maps_without_compare_is_a_usage_error(smoke_run, tmp_path, capsys):
 def test_the_drawn_episode_takes_evaluates_moves_on_the_same_map(smoke_run, tmp_path):
     """One runner: visualize.py's moves are those evaluate.py's argmax actor takes, map for map,
     also on a map folder through --env (episode i plays map i)."""
-    from rl.envs import make_env, with_env_overrides
-    from rl.evaluation import argmax_actor, run_episode
+    from env.episode import run_episode
+    from graph_batch import argmax_actor
+    from learning.envs import make_env, with_env_overrides
     from tests.map_folders import write_maps
 
     policy, config = load_policy(smoke_run)

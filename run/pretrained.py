@@ -1,0 +1,124 @@
+"""Trained weights from any of three sources, and the small files that ship them.
+
+    python -m run.pretrained RUN_OR_CHECKPOINT OUT.pt [--env KEY=VALUE ...]   # write a pretrained file
+
+A source of weights is a run folder (its newest checkpoint), one ``checkpoint_*.pt`` (its run's
+``config.yaml`` beside it), or a pretrained file: ``{"format", "model", "config", "trained"}``,
+the network's weights, the resolved config they were trained with, and where they came from.
+It holds tensors, numbers and strings only, so ``torch.load(weights_only=True)`` reads it and no
+pickled code runs; it has no optimizer or RNG state, so it cannot be resumed, only evaluated,
+visualised, or trained further (``train.py --init-from``). ``--env`` changes the recorded env,
+e.g. ``map_dir=DungeonMaps/train`` in place of the folder on the machine that trained it.
+
+A pretrained file may also carry a ``"planner"`` entry (``PLANNER_ENTRY``): the planner layer's
+map predictor and settings (``planner/files.py``, whose ``python -m planner.files`` adds or
+changes it). To this module the entry is opaque: rewriting a file keeps it as it was.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from config import Config, ConfigError, apply_override, load_run_config, saved_config
+from env.config import GridExploreConfig
+from run.atomic import atomic_write
+from run.checkpoint import CheckpointError, checkpoints, load_checkpoint
+
+FORMAT = "graph-attention-exploration/pretrained-v1"
+"""The ``format`` entry of a pretrained file."""
+PLANNER_ENTRY = "planner"
+"""The optional entry carrying the planner layer's map predictor and settings (``planner/files.py``)."""
+
+
+def read_weights(source: Path) -> tuple[Path, dict[str, Any], Config]:
+    """(the file read, its state, the config its weights were trained with) for a run folder, a
+    checkpoint or a pretrained file. ``FileNotFoundError`` when there is nothing there; a
+    ``CheckpointError`` naming the file (and the readable checkpoints beside it) when it does
+    not load."""
+    source = Path(source)
+    found = checkpoints(source) if source.is_dir() else [source] if source.is_file() else []
+    if not found:
+        raise FileNotFoundError(f"no weights at {source} (expected a run folder, a checkpoint_*.pt file "
+                                f"or a pretrained file such as pretrained/default.pt)")
+    path = found[0]
+    try:
+        state = load_checkpoint(path)
+    except CheckpointError as error:  # read exactly what was asked for, or say what else there is
+        readable = [p.name for p in found[1:] if _loads(p)]
+        raise CheckpointError(f"{error}; readable checkpoints beside it: {', '.join(readable) or 'none'}") from None
+    if state.get("format") == FORMAT:
+        return path, state, saved_config(state["config"], path)
+    return path, state, load_run_config(path.parent / "config.yaml")
+
+
+def _loads(path: Path) -> bool:
+    try:
+        load_checkpoint(path)
+        return True
+    except CheckpointError:
+        return False
+
+
+def weights_file(model: dict[str, torch.Tensor], config: Config, trained: dict[str, Any],
+                 planner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pretrained file's content: ``model``'s tensors (fp32 copies), the resolved ``config``,
+    ``trained``, where the weights came from, and ``planner`` when given (``planner_entry``)."""
+    content = {"format": FORMAT, "model": {key: value.detach().clone().float() for key, value in model.items()},
+               "config": asdict(config), "trained": trained}
+    return content if planner is None else {**content, PLANNER_ENTRY: planner}
+
+
+def carried_planner(state: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``"planner"`` entry of a loaded file's ``state``: None for a checkpoint or a pretrained
+    file written without one."""
+    return state.get(PLANNER_ENTRY) if state.get("format") == FORMAT else None
+
+
+def pretrained_state(source: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
+                     ) -> dict[str, Any]:
+    """The pretrained file's content for the weights at ``source``, its env changed by
+    ``env_overrides`` (``KEY=VALUE``, not checked against this machine's files), carrying
+    ``planner`` (``planner_entry``) or else the planner ``source`` already carries."""
+    path, state, config = read_weights(source)
+    kwargs = dict(config.env.kwargs)
+    for override in env_overrides:
+        apply_override(kwargs, override)
+    GridExploreConfig.from_kwargs(**kwargs)  # a key or value the env refuses: ValueError, before writing
+    config = replace(config, env=replace(config.env, kwargs=kwargs))
+    pretrained = state.get("format") == FORMAT
+    trained = state["trained"] if pretrained else {  # a checkpoint: where it stands
+        "from": path.name, "update": int(state["update"]), "global_step": int(state["global_step"])}
+    return weights_file(state["model"], config, trained, planner if planner is not None else carried_planner(state))
+
+
+def export(source: Path, out: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None
+           ) -> int:
+    """Write the pretrained file of ``source`` to ``out`` atomically; returns its size in bytes."""
+    state = pretrained_state(source, env_overrides, planner)
+    atomic_write(out, lambda f: torch.save(state, f))
+    return out.stat().st_size
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write a pretrained file: weights and config only.")
+    parser.add_argument("source", type=Path, help="a run folder, a checkpoint_*.pt or a pretrained file")
+    parser.add_argument("out", type=Path, help="the file to write, e.g. pretrained/default.pt")
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="change the recorded env setting, e.g. map_dir=DungeonMaps/train (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        size = export(args.source, args.out, tuple(args.env))
+    except (FileNotFoundError, CheckpointError, ConfigError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out} ({size / 1e6:.2f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
