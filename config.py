@@ -74,15 +74,13 @@ class EnvConfig:
     A config file that sets ``env.kwargs`` replaces this mapping whole."""
     num_envs: int = 8
     """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""
-    vector: Literal["sync", "async", "processes", "ray"] = "processes"
-    """``processes``: ``workers`` processes on this machine, each stepping a contiguous slice of the
-    envs in-process with a CPU copy of the policy, the slices' forward passes side by side (on 2
-    cores, rollouts 1.44x (floor plans) to 1.48x (default) as fast as ``async``'s:
-    docs/performance.md); ``sync``: gymnasium's SyncVectorEnv in this process; ``async``: two
-    AsyncVectorEnvs in this process (one process per env; each half whole ``forward_group``s), so
-    one half's envs step while the policy acts for the other, on the learner's device (a GPU's
-    forward passes); or ``ray``: ``workers`` Ray actors, as ``processes`` but anywhere in a Ray
-    cluster (``docs/scaling.md``). The rollout is the same whichever is chosen."""
+    vector: Literal["sync", "processes", "ray"] = "processes"
+    """Which collector steps the envs (``learning/choose_collector.py``): ``processes``, ``workers``
+    processes on this machine, each stepping a contiguous slice of the envs with a CPU copy of the
+    policy, their forward passes side by side; ``sync``, gymnasium's SyncVectorEnv in this process
+    (the simplest, and what each worker runs); or ``ray``, ``workers`` Ray actors, as
+    ``processes`` but anywhere in a Ray cluster (``docs/scaling.md``). The rollout is the same,
+    bit for bit, whichever is chosen; how fast each is: docs/performance.md."""
     workers: int = 2
     """Processes (``processes``) or Ray actors (``ray``) collecting rollouts, one CPU each, each
     taking whole forward groups: ``processes`` starts one per group at most (one for 4 envs in
@@ -90,7 +88,7 @@ class EnvConfig:
     forward_group: int = 4
     """Envs whose observations share one forward pass while collecting: envs 0-3, 4-7, ... for 4
     (the last group may be smaller). A group's actions depend on its own observations alone, and
-    the async halves and the worker processes or Ray actors each take whole groups, so the rollout
+    the worker processes or Ray actors each take whole groups, so the rollout
     is still the same however they are split. 1 gives every env its own pass: 1.7-2.2x the forward
     time on floor plans (docs/performance.md, "Forward passes in groups of envs")."""
 
@@ -261,17 +259,25 @@ SETTINGS_RETIRED = ("ppo.update_threads",)
 """Settings that runs saved and that no longer exist. ``ppo.update_threads`` split each minibatch
 over threads, which changed only the order of float sums (and was never the default); a saved
 config that names it is read without it, and such a run continues as one pass."""
+VALUES_RETIRED = {("env.vector", "async"): "processes"}
+"""Values that runs saved and that no longer exist, each with the one that does the same today:
+``async`` collected the same rollouts as ``processes``, bit for bit, more slowly."""
 
 
 def saved_config(data: dict[str, Any], source: str | Path) -> Config:
     """The ``Config`` of a resolved config a run saved (its ``config.yaml``, a pretrained file's),
     the keys it predates taken from ``SETTINGS_ADDED_SINCE``, those retired since
-    (``SETTINGS_RETIRED``) dropped; a ``ConfigError`` names ``source``."""
+    (``SETTINGS_RETIRED``) dropped and retired values replaced (``VALUES_RETIRED``); a
+    ``ConfigError`` names ``source``."""
     data = copy.deepcopy(data)
     for key in SETTINGS_RETIRED:
         section, leaf = key.split(".")
         if isinstance(data.get(section), dict):
             data[section].pop(leaf, None)
+    for (key, old), new in VALUES_RETIRED.items():
+        section, leaf = key.split(".")
+        if isinstance(data.get(section), dict) and data[section].get(leaf) == old:
+            data[section][leaf] = new
     for key, value in SETTINGS_ADDED_SINCE.items():
         *parents, leaf = key.split(".")
         node = data

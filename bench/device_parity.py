@@ -37,7 +37,7 @@ SIZE_BUCKETS = 4
 def observations(config, n_states: int, every: int = 4) -> dict[str, torch.Tensor]:
     """``n_states`` observations of the config's envs under random valid moves (seeded), every
     ``every``-th step of each, so that the graphs' sizes spread as in a rollout."""
-    envs = make_envs(config.env, config.seed, vector="sync")
+    envs = make_envs(config.env, config.seed)
     rng = np.random.default_rng(0)
     obs, _ = envs.reset()
     kept: list[dict] = []

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     config = load_config(args.config, args.overrides)
     torch.manual_seed(0)
     policy = build_policy(config).eval()
-    envs = make_envs(config.env, config.seed, vector="sync")
+    envs = make_envs(config.env, config.seed)
     obs, _ = envs.reset()
     rng = np.random.default_rng(0)
     for _ in range(args.steps):

@@ -78,7 +78,7 @@ class RolloutWorker:
         start = time.perf_counter()
         built = self.collector is None
         if built:
-            self.collector = VectorEnvCollector(self.config, place, self.env_indices, vector="sync")
+            self.collector = VectorEnvCollector(self.config, place, self.env_indices)
         elif place is not None and self.collector.progress() != place:
             raise RuntimeError(f"worker for envs {self.env_indices} is not where the learner expects it")
         self.policy.load_state_dict(weights)

@@ -1,16 +1,17 @@
 """Which collector a run uses: ``env.vector`` picks it, here and nowhere else.
 
-    sync, async  ->  learning/collector.py          VectorEnvCollector, InterleavedCollector (this process)
-    processes    ->  learning/worker_processes.py  ProcessCollector (local processes, each a VectorEnvCollector)
-    ray          ->  cluster/rollout_actors.py  RayCollector (Ray actors, each a VectorEnvCollector)
+    sync       ->  learning/collector.py         VectorEnvCollector (this process)
+    processes  ->  learning/worker_processes.py  ProcessCollector (local processes, each a VectorEnvCollector)
+    ray        ->  cluster/rollout_actors.py     RayCollector (Ray actors, each a VectorEnvCollector)
 
-All implement ``learning.collector.Collector``; the Ray one is imported only when asked for, so nothing
+All implement ``learning.collector.Collector`` and gather the same rollout, bit for bit. The Ray
+one is imported only when asked for: the one import from this layer into ``cluster/``, so nothing
 else in a run loads Ray.
 """
 from __future__ import annotations
 
 from config import Config
-from learning.collector import Collector, InterleavedCollector, VectorEnvCollector
+from learning.collector import Collector, VectorEnvCollector
 from learning.progress import EpisodeProgress
 from learning.worker_processes import ProcessCollector
 
@@ -24,13 +25,10 @@ def check_collector_settings(config: Config) -> None:
 
 
 def make_collector(config: Config, progress: EpisodeProgress | None = None) -> Collector:
-    """The collector ``env.vector`` names: ``sync`` / ``async`` in this process, ``processes`` on
-    local worker processes, ``ray`` on Ray actors (imported only then: nothing else in a run needs Ray)."""
+    """The collector ``env.vector`` names (``progress``: each env's place, to resume from)."""
     if config.env.vector == "ray":
         from cluster.rollout_actors import RayCollector
         return RayCollector(config, progress)
-    if config.env.vector == "async":
-        return InterleavedCollector(config, progress)
     if config.env.vector == "processes":
         return ProcessCollector(config, progress)
     return VectorEnvCollector(config, progress)

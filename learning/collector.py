@@ -1,24 +1,20 @@
 """Collectors: (policy weights, envs) -> a ``Rollout`` of ``num_steps`` steps from every env.
 
-The seam the training loop collects through. ``VectorEnvCollector`` steps a gymnasium vector env
-in this process; ``InterleavedCollector`` (``env.vector: async``) steps two halves of the envs,
-each half's forward passes running while the other half's envs step in their processes, and
-whichever half's envs have answered going next. These are the in-process collectors;
-``cluster.rollout_actors.RayCollector``, built on ``VectorEnvCollector``, gives slices of the envs
-to Ray actors, and ``learning.choose_collector`` picks one of the three by ``env.vector``. Two things make a
-rollout independent of how the envs are split into whole forward groups (``env.forward_group``):
-env ``i`` is seeded by its global index (``learning.envs.SeededEpisodes``), and its action is sampled
-from its group's forward pass (``graph_batch.forward_groups``) with a seed drawn from where it is
-(``run.seeding.action_seed``).
+The seam the training loop collects through (``Collector``). ``VectorEnvCollector`` steps a
+gymnasium vector env in this process; ``learning.worker_processes.ProcessCollector`` and
+``cluster.rollout_actors.RayCollector`` give slices of the envs to processes or Ray actors, each
+running one, and ``learning.choose_collector`` picks one of the three by ``env.vector``. Two
+things make a rollout independent of how the envs are split into whole forward groups
+(``env.forward_group``): env ``i`` is seeded by its global index (``learning.envs.SeededEpisodes``),
+and its action is sampled from its group's forward pass (``graph_batch.forward_groups``) with a
+seed drawn from where it is (``run.seeding.action_seed``).
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from multiprocessing.connection import Connection, wait
+from collections.abc import Sequence
 from typing import Protocol
 
 import torch
-from gymnasium.vector import AsyncVectorEnv
 from torch import Tensor, nn
 
 from config import Config
@@ -62,16 +58,16 @@ class VectorEnvCollector:
     """The run's envs ``env_indices`` (default: all) in one gymnasium vector env in this process.
 
     Started fresh, or, given the ``EpisodeProgress`` of those envs (from a checkpoint), with each
-    env replayed to where it was. ``vector`` overrides ``env.vector`` (Ray workers use ``sync``).
+    env replayed to where it was. The worker processes and Ray actors each run one over their slice.
     """
 
     def __init__(self, config: Config, progress: EpisodeProgress | None = None,
-                 env_indices: Sequence[int] | None = None, vector: str | None = None):
+                 env_indices: Sequence[int] | None = None):
         self.num_steps, self.run_seed = config.ppo.num_steps, config.seed
         self.env_indices = list(range(config.env.num_envs) if env_indices is None else env_indices)
         self.groups = consecutive_groups(self.env_indices, config.env.forward_group)  # positions sharing a pass
         self.bootstrap = bootstrap_values(config.ppo.gae_values)
-        self.envs = make_envs(config.env, config.seed, self.bootstrap.wraps_greedy_value, self.env_indices, vector)
+        self.envs = make_envs(config.env, config.seed, self.bootstrap.wraps_greedy_value, self.env_indices)
         if progress is None:
             self._progress = EpisodeProgress.start(len(self.env_indices))
             self.obs, _ = self.envs.reset()
@@ -82,50 +78,29 @@ class VectorEnvCollector:
 
     def collect(self, policy: nn.Module) -> Rollout:
         rollout = Rollout(self.num_steps, self.envs.num_envs)
-        with one_torch_thread():  # as forward_groups would per call: switched once, not per step
-            for _ in self.steps(policy, rollout):
-                pass
-        return rollout
-
-    def steps(self, policy: nn.Module, rollout: Rollout) -> Iterator[None]:
-        """Fill ``rollout``, one step of every env at a time. Pauses (yields) while the envs step,
-        between sending the actions and receiving the results, so that another collector's policy
-        can run meanwhile (``InterleavedCollector``); a sync vector env steps after the pause."""
         policy.eval()
-        for t in range(self.num_steps):
-            seeds = [action_seed(self.run_seed, i, episode, len(actions)) for i, episode, actions
-                     in zip(self.env_indices, self._progress.episodes, self._progress.actions)]
-            action, rollout.logprobs[t], value = sample_actions(policy, self.obs, seeds, self.groups)
-            rollout.store_obs(t, self.obs)
-            rollout.actions[t], rollout.values[t] = action, value
-            rollout.bootstrap_values[t] = self.bootstrap.current(value)
+        with one_torch_thread():  # as forward_groups would per call: switched once, not per step
+            for t in range(self.num_steps):
+                seeds = [action_seed(self.run_seed, i, episode, len(actions)) for i, episode, actions
+                         in zip(self.env_indices, self._progress.episodes, self._progress.actions)]
+                action, rollout.logprobs[t], value = sample_actions(policy, self.obs, seeds, self.groups)
+                rollout.store_obs(t, self.obs)
+                rollout.actions[t], rollout.values[t] = action, value
+                rollout.bootstrap_values[t] = self.bootstrap.current(value)
 
-            if isinstance(self.envs, AsyncVectorEnv):
-                self.envs.step_async(action.numpy())
-                yield
-                self.obs, reward, terminated, truncated, info = self.envs.step_wait()
-            else:
-                yield
                 self.obs, reward, terminated, truncated, info = self.envs.step(action.numpy())
-            rollout.rewards[t] = torch.as_tensor(reward, dtype=torch.float32)
-            rollout.terminated[t], rollout.truncated[t] = torch.as_tensor(terminated), torch.as_tensor(truncated)
-            if truncated.any():
-                rollout.final_bootstrap_values[t] = self.bootstrap.final(policy, info, truncated)
-            self.bootstrap.observe(info)
-            rollout.episodes += self._progress.record_step(t, action.tolist(), reward, terminated, truncated,
-                                                           info.get("final_info"))
-        rollout.next_bootstrap_values = self.bootstrap.next(policy, self.obs)
+                rollout.rewards[t] = torch.as_tensor(reward, dtype=torch.float32)
+                rollout.terminated[t], rollout.truncated[t] = torch.as_tensor(terminated), torch.as_tensor(truncated)
+                if truncated.any():
+                    rollout.final_bootstrap_values[t] = self.bootstrap.final(policy, info, truncated)
+                self.bootstrap.observe(info)
+                rollout.episodes += self._progress.record_step(t, action.tolist(), reward, terminated, truncated,
+                                                               info.get("final_info"))
+            rollout.next_bootstrap_values = self.bootstrap.next(policy, self.obs)
+        return rollout
 
     def progress(self) -> EpisodeProgress:
         return self._progress
-
-    def unanswered_pipes(self) -> list[Connection]:
-        """While ``steps`` is paused after sending the actions: the pipes of the env processes
-        that have not sent their step back yet. Empty once all have (``steps`` then resumes
-        without waiting), and always for a sync vector env, which steps after the pause."""
-        if not isinstance(self.envs, AsyncVectorEnv):
-            return []
-        return [pipe for pipe in self.envs.parent_pipes if not pipe.poll()]
 
     def close(self) -> None:
         self.envs.close()
@@ -142,72 +117,3 @@ def group_slices(n: int, group: int, parts: int) -> list[range]:
     """``range(n)`` in ``parts`` contiguous slices of whole groups of ``group`` (the last group may
     be smaller), as even in groups as can be: 10, 4, 2 -> 0-7, 8-9 (groups 0-3, 4-7, 8-9)."""
     return [range(s.start * group, min(s.stop * group, n)) for s in contiguous_slices(-(-n // group), parts)]
-
-
-def resumed(steps: Iterator[None]) -> bool:
-    """Run a ``VectorEnvCollector.steps`` to its next pause; False if it finished instead."""
-    try:
-        next(steps)
-    except StopIteration:
-        return False
-    return True
-
-
-Running = tuple[VectorEnvCollector, Iterator[None]]
-
-
-def first_answered(running: list[Running]) -> Running:
-    """The first (collector, its paused ``steps``) pair of ``running`` whose envs have all sent
-    their step back, waiting for the pipes until one has."""
-    while True:
-        unanswered = [part.unanswered_pipes() for part, _ in running]  # read once: envs answer meanwhile
-        for pair, pipes in zip(running, unanswered):
-            if not pipes:
-                return pair
-        wait([pipe for pipes in unanswered for pipe in pipes])  # until one more env answers
-
-
-class InterleavedCollector:
-    """``env.vector: async``: the envs in two halves, each an async vector env (one process per
-    env), each stepped again as soon as all its envs have answered::
-
-        half A: forward passes -> send actions        ... receive results -> forward passes -> ...
-        half B:                   forward passes -> send actions        ... receive results -> ...
-
-    While one half's envs step (and play greedy out for W) in their processes, this process runs
-    the other half's forward passes, so both keep the cores busy. The halves are not held in
-    turns: while one waits for a slow env (a reset, or W played out again), the other may take
-    several steps. Each half holds whole forward groups and each env samples with its own seeds,
-    so the rollout is the one ``sync`` collects, bit for bit, in whatever order the halves go.
-    """
-
-    def __init__(self, config: Config, progress: EpisodeProgress | None = None, halves: int = 2):
-        env = config.env
-        self.slices = group_slices(env.num_envs, env.forward_group, min(halves, env.n_forward_groups))
-        self.parts: list[VectorEnvCollector] = []
-        try:
-            for envs in self.slices:
-                place = None if progress is None else progress.slice(envs.start, len(envs))
-                self.parts.append(VectorEnvCollector(config, place, envs))
-        except BaseException:
-            self.close()
-            raise
-
-    def collect(self, policy: nn.Module) -> Rollout:
-        rollouts = [Rollout(part.num_steps, len(part.env_indices)) for part in self.parts]
-        with one_torch_thread():
-            started = [(part, part.steps(policy, rollout)) for part, rollout in zip(self.parts, rollouts)]
-            running = [pair for pair in started if resumed(pair[1])]  # each half's first forward passes
-            while running:
-                pair = first_answered(running)
-                running.remove(pair)
-                if resumed(pair[1]):  # its results received, its next actions sent
-                    running.append(pair)  # last: of two halves answered, the one waiting longer goes first
-        return Rollout.join(rollouts)
-
-    def progress(self) -> EpisodeProgress:
-        return EpisodeProgress.join([part.progress() for part in self.parts])
-
-    def close(self) -> None:
-        for part in self.parts:
-            part.close()

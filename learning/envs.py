@@ -8,29 +8,19 @@ A process may hold any slice of a run's envs: env ``i`` is the same env wherever
 """
 from __future__ import annotations
 
-import atexit
-import functools
-import multiprocessing
-import multiprocessing.forkserver
-import signal
 import sys
-import threading
-import weakref
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from types import FrameType
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import env as _register_env_ids  # noqa: F401  (registers GridExplore-* with gymnasium)
 from config import ConfigError, EnvConfig, apply_override
 from env.greedy_value import GreedyValue
 from learning.progress import EpisodeProgress
-from run.interrupt import SIGNALS
 from run.seeding import train_episode_seed
 
 
@@ -104,13 +94,12 @@ def with_env_overrides(env: EnvConfig, overrides: Sequence[str]) -> EnvConfig:
 
 
 def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indices: Sequence[int] | None = None,
-              vector: str | None = None, wrap: Callable[[gym.Env], gym.Env] | None = None) -> gym.vector.VectorEnv:
+              wrap: Callable[[gym.Env], gym.Env] | None = None) -> gym.vector.SyncVectorEnv:
     """The run's envs ``indices`` (default: all ``config.num_envs``), seeded by their global index,
-    in a Sync or Async vector env (``vector``, default ``config.vector``; ``ray`` workers hold
-    Sync ones) with same-step autoreset; with ``greedy_value`` each also reports W(s)
-    (``env.greedy_value.GreedyValue``); ``wrap``, a picklable callable, wraps each env last,
-    inside the seeding, in the env's own process when ``async`` (the planner layer's imitation
-    adds its lookahead costs so: ``planner.lookahead.LookaheadCosts``).
+    in a SyncVectorEnv with same-step autoreset (a worker process or Ray actor holds one for its
+    slice); with ``greedy_value`` each also reports W(s) (``env.greedy_value.GreedyValue``);
+    ``wrap`` wraps each env last, inside the seeding (the planner layer's imitation adds its
+    lookahead costs so: ``planner.lookahead.LookaheadCosts``).
 
     Same-step autoreset puts an ended episode's last observation in ``info["final_obs"]`` and
     returns the next episode's first observation at once, so no rollout step is wasted. Every map
@@ -127,146 +116,7 @@ def make_envs(config: EnvConfig, run_seed: int, greedy_value: bool = False, indi
         return make
 
     indices = range(config.num_envs) if indices is None else indices
-    if (vector or config.vector) != "async":
-        return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
-    start_method, envs = env_start_method(), None
-    try:
-        with interrupts_ignored_by_children():
-            envs = AsyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP,
-                                  context=start_method)
-    except BaseException:  # e.g. a Ctrl-C that came while the processes started, delivered now
-        if envs is not None:
-            stop_at_once(envs)
-        raise
-    closed_at_exit(envs)
-    return envs
-
-
-_OPEN_AT_EXIT: "weakref.WeakSet[AsyncVectorEnv]" = weakref.WeakSet()
-
-
-def closed_at_exit(envs: AsyncVectorEnv) -> None:
-    """Have ``envs`` closed when the program exits, if nothing closed it before.
-
-    Its processes do not act on SIGTERM (``interrupts_ignored_by_children``), and
-    multiprocessing's own exit handler terminates its children with SIGTERM and then joins them: a
-    program leaving an async vector env open (an exception on the way out, a Ctrl-C during
-    start-up) would wait for them for ever. ``_close_left_open``, registered after
-    multiprocessing's handler, runs before it.
-    """
-    _register_exit_handler()
-    _OPEN_AT_EXIT.add(envs)
-
-
-@functools.cache
-def _register_exit_handler() -> None:
-    atexit.register(_close_left_open)
-
-
-def _close_left_open() -> None:
-    """The exit handler: every vector env ``closed_at_exit`` holds that is still open, stopped."""
-    for envs in list(_OPEN_AT_EXIT):
-        if not envs.closed:
-            stop_at_once(envs)
-
-
-def kill_all(processes: Sequence[multiprocessing.process.BaseProcess]) -> None:
-    """SIGKILL every process still alive (env and rollout-worker processes ignore SIGTERM), then reap them."""
-    for process in processes:
-        if process.is_alive():
-            process.kill()
-    for process in processes:
-        process.join()
-
-
-def stop_at_once(envs: AsyncVectorEnv) -> None:
-    """Kill the processes of ``envs`` (``kill_all``), then close it: its pipes."""
-    kill_all(envs.processes)
-    envs.close(terminate=True)
-
-
-def env_start_method() -> str | None:
-    """How env and rollout-worker processes start: the platform's default (a fork on Linux, which
-    costs no imports), or ``"forkserver"`` in a process that runs Ray. Ray's gRPC threads hold
-    locks that a forked child inherits held and may wait on forever (seen: an env process of
-    ``bench.collector_speed``, forked inside its Ray session, hung in gRPC's clean-up during its
-    first reset), so there a worker is forked from this process's fork server instead: a fresh
-    interpreter that runs no thread, started once (``start_fork_server``) with the workers' modules
-    imported. A smoke training whose rollout worker starts so takes about 1 s longer than with a
-    fork; with a fresh interpreter each (``spawn``, which this replaced) it took about 5 s longer
-    (docs/performance.md, "Workers forked from a fork server where Ray runs"). Ray is only looked
-    up, never imported, here."""
-    ray = sys.modules.get("ray")
-    if ray is None or not ray.is_initialized():
-        return None
-    start_fork_server()
-    return "forkserver"
-
-
-FORK_SERVER_PRELOAD = ["learning.worker_processes"]
-"""What the fork server imports before it forks a worker: the rollout worker's modules (torch, the
-policy, the envs and gymnasium, so also the env workers'), never Ray."""
-
-
-def start_fork_server() -> None:
-    """Start this process's fork server if it is not running, with SIGINT and SIGTERM ignored.
-
-    A fresh interpreter keeps no Python handler through exec, but it keeps SIG_IGN, and every
-    process forked from it keeps it too: neither a terminal's Ctrl-C nor a group's SIGTERM reaches
-    the server or the workers it forks (the trainer acts on them, ``run/interrupt.py``). This process
-    ignores them only while it checks that the server runs, and, the first time, starts it.
-
-    The server lives as long as this process, and the workers it forks get the environment
-    variables this process had when the server started: a later change to ``os.environ`` does not
-    reach them (its working folder does: each worker moves to this process's at its start).
-    """
-    multiprocessing.set_forkserver_preload(FORK_SERVER_PRELOAD)
-    with signals_handled_by(signal.SIG_IGN):
-        multiprocessing.forkserver.ensure_running()
-
-
-@contextmanager
-def signals_handled_by(handler: Any) -> Iterator[None]:
-    """SIGINT and SIGTERM go to ``handler`` in the block, then to the handlers they had. Outside
-    the main thread, which alone may set them, the block runs with them untouched."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-@contextmanager
-def interrupts_ignored_by_children() -> Iterator[None]:
-    """Processes started in the block ignore SIGINT and SIGTERM; this one acts on them after it.
-
-    A terminal's Ctrl-C goes to every process of the foreground group. The env workers of an
-    ``AsyncVectorEnv`` would die of it mid-step and take the training down before it could save;
-    they never act on these signals, and the trainer alone does (``run/interrupt.py``). They still
-    end with the trainer: ``close()``, their pipe closing when it dies, or killed at its exit if
-    it left them open (``closed_at_exit``).
-
-    In the block this process only notes the signals, and a forked worker inherits that handler
-    and keeps it, so it notes them and does nothing else (a worker forked from the fork server
-    ignores them: ``start_fork_server``). At the end of the block this process gets the signals it
-    noted again (``signal.raise_signal``), under the handlers it had, so a Ctrl-C while the workers
-    start is not lost.
-    """
-    noted: list[int] = []
-
-    def note(signum: int, frame: FrameType | None) -> None:
-        noted.append(signum)
-
-    try:
-        with signals_handled_by(note):
-            yield
-    finally:
-        for sig in dict.fromkeys(noted):  # each signal once, in the order it came
-            signal.raise_signal(sig)
+    return SyncVectorEnv([make_one(i) for i in indices], autoreset_mode=AutoresetMode.SAME_STEP)
 
 
 def restore_envs(envs: gym.vector.VectorEnv, progress: EpisodeProgress, indices: Sequence[int]) -> dict[str, np.ndarray]:

@@ -6,13 +6,12 @@ this machine, each stepping its slice in-process and acting from its own copy of
     Rollout.join(slices)          <-- its pipe ----  a VectorEnvCollector and a CPU PolicyNet
 
 What ``env.vector: ray`` does with Ray actors, without Ray: no cluster to start, and nothing to
-restart (a worker that fails or dies stops the run, naming it). On two cores it collects faster
-than ``async``, where one process runs every forward pass while the envs step in eight others:
-here each worker's forward passes run beside the other's (docs/performance.md, "One process per
-slice of the envs"). Env ``i`` is seeded by its global index and each worker holds whole
+restart (a worker that fails or dies stops the run, naming it). Each worker's forward passes run
+beside the others' (docs/performance.md: on two cores the default rollout about twice as fast
+as ``sync``'s). Env ``i`` is seeded by its global index and each worker holds whole
 forward groups (``env.forward_group``), so the rollout is the one ``sync`` collects, bit for bit.
 
-The workers ignore SIGINT and SIGTERM (``learning.envs.interrupts_ignored_by_children``): a Ctrl-C
+The workers ignore SIGINT and SIGTERM (``learning.child_processes.interrupts_ignored_by_children``): a Ctrl-C
 reaches the trainer alone, which finishes its update (``run/interrupt.py``). They end with the
 learner: ``close()``, killed at its exit, or, when it dies without one (SIGKILL), on reading
 their pipe's end-of-file.
@@ -33,7 +32,7 @@ from torch import nn
 from config import Config
 from learning.buffer import Rollout
 from learning.collector import VectorEnvCollector, group_slices
-from learning.envs import env_start_method, interrupts_ignored_by_children, kill_all
+from learning.child_processes import env_start_method, interrupts_ignored_by_children, kill_all
 from learning.progress import EpisodeProgress
 from policy import build_policy
 
@@ -84,7 +83,7 @@ def serve(pipe: Connection, learner_ends: list[Connection], config: Config, env_
     try:
         torch.set_num_threads(1)  # its own core's worth; the other workers and the learner have theirs
         policy = build_policy(config).eval()
-        collector = VectorEnvCollector(config, place, env_indices, vector="sync")
+        collector = VectorEnvCollector(config, place, env_indices)
         send(pipe, ("ready", None))
         while (message := receive(pipe)) is not None:
             policy.load_state_dict(message)

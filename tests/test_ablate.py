@@ -291,7 +291,7 @@ def test_which_collector_or_a_retired_update_split_made_a_run_does_not_make_it_s
     asked = spec_config(spec)
     assert (asked.env.vector, asked.env.workers) == ("processes", 1)  # one rollout worker per CPU of the run
     made = ["seed=1", f"run.run_dir={tmp_path}", "run.image_every=0"]
-    save_config(load_config(SMOKE, [*made, "env.vector=async", "env.workers=2"]), tmp_path / "config.yaml")
+    save_config(load_config(SMOKE, [*made, "env.vector=sync", "env.workers=2"]), tmp_path / "config.yaml")
     check_reusable(tmp_path, asked)  # the same rollouts, bit for bit: the run is still this one
     config_yaml = tmp_path / "config.yaml"
     config_yaml.write_text(config_yaml.read_text().replace("ppo:\n", "ppo:\n  update_threads: 2\n"))

@@ -77,6 +77,18 @@ def test_saved_config_loads_back_identical(tmp_path):
     assert load_config(tmp_path / "config.yaml") == config
 
 
+def test_a_saved_config_with_a_retired_setting_or_value_loads_as_what_does_the_same_today(tmp_path):
+    save_config(load_config(None), tmp_path / "config.yaml")
+    data = read_yaml_file(tmp_path / "config.yaml")
+    data["ppo"]["update_threads"], data["env"]["vector"] = 2, "async"  # as runs saved them before both went
+    config = saved_config(data, "old.pt")
+    assert config == load_config(None, ["env.vector=processes"]) and data["env"]["vector"] == "async"
+    with pytest.raises(ConfigError, match="unknown key 'ppo.update_threads'"):
+        load_config(None, ["ppo.update_threads=2"])  # a config a user writes today is told
+    with pytest.raises(ConfigError, match=r"'env.vector' must be one of \['sync', 'processes', 'ray'\], got 'async'"):
+        load_config(None, ["env.vector=async"])
+
+
 def test_a_saved_config_older_than_forward_groups_keeps_a_pass_per_env(tmp_path):
     save_config(load_config(None, ["env.forward_group=2"]), tmp_path / "config.yaml")
     assert load_run_config(tmp_path / "config.yaml").env.forward_group == 2  # a key it has is kept
@@ -175,6 +187,6 @@ def test_ray_workers_take_whole_forward_groups():
 
 def test_only_ray_refuses_more_workers_than_groups():
     assert load_config(None).env.vector == "processes" and load_config(None).env.workers == 2
-    for vector in ("sync", "async", "processes"):  # processes: one per group at most (tests/learning/test_worker_processes.py)
+    for vector in ("sync", "processes"):  # processes: one per group at most (tests/learning/test_worker_processes.py)
         assert load_config(None, ["env.num_envs=1", f"env.vector={vector}"]).env.workers == 2
         assert load_config(None, ["env.num_envs=4", f"env.vector={vector}", "env.workers=3"]).env.n_forward_groups == 1

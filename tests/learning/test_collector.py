@@ -1,7 +1,5 @@
 """Collectors: a rollout does not depend on how the envs are split, and actions follow the policy."""
 import dataclasses
-import threading
-import time
 from multiprocessing import Pipe
 
 import numpy as np
@@ -14,7 +12,7 @@ import learning.envs
 from graph_batch import consecutive_groups, forward_each, forward_groups, forward_observations
 from learning.buffer import Rollout
 from learning.choose_collector import make_collector
-from learning.collector import InterleavedCollector, VectorEnvCollector, contiguous_slices, group_slices, sample_actions
+from learning.collector import VectorEnvCollector, contiguous_slices, group_slices, sample_actions
 from learning.progress import EpisodeProgress
 from policy import PolicyNet
 from tests.helpers import assert_same_rollout, observations, smoke_config
@@ -101,7 +99,7 @@ def test_group_slices_take_whole_groups():
 
 def test_envs_act_from_their_groups_pass_however_the_groups_are_split(tmp_path, monkeypatch):
     config = smoke_config(tmp_path, "env.num_envs=4", "env.forward_group=2", "env.kwargs.max_steps=8",
-                          "env.vector=async")
+                          "env.vector=sync")
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
     passes = []
@@ -112,18 +110,10 @@ def test_envs_act_from_their_groups_pass_however_the_groups_are_split(tmp_path, 
     whole, _ = collect_split(config, policy, [4], rollouts=2)
     assert set(map(tuple, passes)) == {(2, 2)}  # one pass per group of two
     passes.clear()
-    halves = make_collector(config)
-    assert [part.env_indices for part in halves.parts] == [[0, 1], [2, 3]]
-    for rollout in whole:
-        assert_same_rollout(halves.collect(policy), rollout)
-    assert set(map(tuple, passes)) == {(2,)}
-    halves.close()
     split, _ = collect_split(config, policy, [2, 2], rollouts=2)
+    assert set(map(tuple, passes)) == {(2,)}  # each slice one group: one pass of two
     for a, b in zip(whole, split):
         assert_same_rollout(a, b)
-    single = make_collector(dataclasses.replace(config, env=dataclasses.replace(config.env, forward_group=4)))
-    assert len(single.parts) == 1  # one group: nothing to interleave
-    single.close()
 
 
 def test_sampled_actions_follow_the_policy_and_never_take_a_masked_slot():
@@ -149,28 +139,6 @@ def test_contiguous_slices_are_contiguous_and_even():
     assert [i for s in contiguous_slices(7, 4) for i in s] == list(range(7))
 
 
-@pytest.mark.parametrize("gae_values", ["critic", "greedy_rollout"])
-@pytest.mark.parametrize("num_envs", [1, 3])
-def test_interleaved_halves_collect_the_sync_rollout_and_resume_from_their_places(tmp_path, gae_values, num_envs):
-    config = smoke_config(tmp_path, f"env.num_envs={num_envs}", "env.kwargs.max_steps=8", "env.vector=async",
-                          f"ppo.gae_values={gae_values}")
-    torch.manual_seed(0)
-    policy = PolicyNet(config.model)
-    interleaved = make_collector(config)
-    assert isinstance(interleaved, InterleavedCollector)
-    assert [len(part.env_indices) for part in interleaved.parts] == ([1] if num_envs == 1 else [2, 1])
-    whole, progress = collect_split(config, policy, [num_envs], rollouts=2)
-    first = interleaved.collect(policy)
-    assert_same_rollout(first, whole[0])
-    resumed = InterleavedCollector(config, interleaved.progress())  # as from a checkpoint after the first
-    assert_same_rollout(resumed.collect(policy), whole[1])
-    assert_same_rollout(interleaved.collect(policy), whole[1])
-    assert interleaved.progress() == resumed.progress() == progress
-    assert any(r.truncated.any() for r in whole)  # autoresets were crossed
-    interleaved.close()
-    resumed.close()
-
-
 class PipesOnly:
     """A stand-in for a paused ``VectorEnvCollector``: just the pipes its envs answer on."""
 
@@ -182,58 +150,3 @@ class PipesOnly:
 
     def answer(self, env):
         self.ends[env][1].send("step")
-
-
-def test_the_first_half_whose_envs_have_all_answered_goes_next():
-    a, b = PipesOnly(2), PipesOnly(2)
-    running = [(a, "steps of a"), (b, "steps of b")]
-    a.answer(0)
-    b.answer(0)
-    b.answer(1)
-    assert learning.collector.first_answered(running) == (b, "steps of b")  # a still waits for its env 1
-    threading.Timer(0.2, a.answer, (1,)).start()
-    started = time.perf_counter()
-    assert learning.collector.first_answered(running[:1]) == (a, "steps of a")  # waits for the pipe
-    assert time.perf_counter() - started >= 0.15
-
-
-def test_a_half_waiting_for_a_slow_env_does_not_hold_the_other_back(tmp_path, monkeypatch):
-    original_step = learning.envs.SeededEpisodes.step
-
-    def env_0_slow_at_first(self, action):
-        if self.env_index == 0 and self.env.unwrapped.steps == 0:
-            time.sleep(0.5)  # as a reset or a new greedy play-out for W might take
-        return original_step(self, action)
-
-    # Forked env processes take the patched step along (not those of Ray's fork server).
-    monkeypatch.setattr(learning.envs, "env_start_method", lambda: "fork")
-    monkeypatch.setattr(learning.envs.SeededEpisodes, "step", env_0_slow_at_first, raising=False)
-    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8", "env.vector=async")
-    torch.manual_seed(0)
-    policy = PolicyNet(config.model)
-    collector = make_collector(config)
-    order, first_answered = [], learning.collector.first_answered
-
-    def record(running):
-        pair = first_answered(running)
-        order.append(collector.parts.index(pair[0]))
-        return pair
-
-    monkeypatch.setattr(learning.collector, "first_answered", record)
-    rollout = collector.collect(policy)
-    collector.close()
-    assert order.count(1) == order.count(0) == config.ppo.num_steps  # every step of each half received
-    assert order[:2] == [1, 1]  # envs 0-1 (half 0) still stepping: half 1 went on alone
-    whole, _ = collect_split(config, policy, [3], rollouts=1)
-    assert_same_rollout(rollout, whole[0])
-
-
-def test_an_async_vector_env_collects_the_sync_rollout(tmp_path):
-    config = smoke_config(tmp_path, "env.num_envs=3", "env.kwargs.max_steps=8")
-    torch.manual_seed(0)
-    policy = PolicyNet(config.model)
-    collectors = [VectorEnvCollector(config, vector=vector) for vector in ("sync", "async")]
-    for _ in range(2):
-        assert_same_rollout(*(collector.collect(policy) for collector in collectors))
-    for collector in collectors:
-        collector.close()

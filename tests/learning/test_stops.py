@@ -11,7 +11,7 @@ import torch
 
 import learning.trainer
 import train
-from learning.collector import InterleavedCollector, VectorEnvCollector
+from learning.collector import VectorEnvCollector
 from learning.trainer import Trainer
 from learning.worker_processes import ProcessCollector
 from run.checkpoint import checkpoint_path, checkpoints, load_checkpoint
@@ -76,12 +76,10 @@ def test_a_stop_at_any_moment_keeps_the_last_finished_update(tmp_path, monkeypat
     assert_resumes_to(tmp_path, straight_weights)
 
 
-@pytest.mark.parametrize("vector, collector", [("sync", VectorEnvCollector), ("async", InterleavedCollector)])
-def test_in_process_envs_stopped_while_they_step_keep_the_update(tmp_path, monkeypatch, straight_weights,
-                                                                 vector, collector):
-    trainer = Trainer.create(smoke_config(tmp_path, *RUN, f"env.vector={vector}"), tmp_path)
-    assert type(trainer.collector) is collector
-    signal_during(monkeypatch, collector, "collect", signal.SIGINT, 3)
+def test_in_process_envs_stopped_while_they_step_keep_the_update(tmp_path, monkeypatch, straight_weights):
+    trainer = Trainer.create(smoke_config(tmp_path, *RUN, "env.vector=sync"), tmp_path)
+    assert type(trainer.collector) is VectorEnvCollector
+    signal_during(monkeypatch, VectorEnvCollector, "collect", signal.SIGINT, 3)
     stopped = trainer.train(progress=False)
     monkeypatch.undo()
     assert stopped == Stopped("SIGINT", 3, checkpoint_path(tmp_path, 3))

@@ -150,7 +150,7 @@ def test_a_run_over_a_map_folder_resumes_exactly(tmp_path):
         assert torch.equal(tensor, b["model"][name]), name
 
 
-@pytest.mark.parametrize("vector", ["sync", "async"])
+@pytest.mark.parametrize("vector", ["sync", "processes"])
 def test_greedy_rollout_values_are_greedys_return_from_each_state_of_the_rollout(tmp_path, vector):
     """The collector's W(s_t), and W(final state) of truncated episodes across autoresets, against
     greedy played by hand from the same states, rebuilt from the episode seeds and actions."""

@@ -48,7 +48,7 @@ def test_workers_collect_the_sync_rollout_and_resume_from_their_places(tmp_path,
     policy = PolicyNet(config.model)
     workers = make_collector(config)
     assert isinstance(workers, ProcessCollector) and workers.slices == [range(0, 2), range(2, 3)]
-    sync = VectorEnvCollector(config, vector="sync")
+    sync = VectorEnvCollector(config)
     first, second = sync.collect(policy), sync.collect(policy)
     assert any(r.truncated.any() for r in (first, second))  # autoresets were crossed
     start = time.perf_counter()
@@ -142,7 +142,7 @@ def test_under_ray_workers_come_from_a_fork_server_that_outlives_interrupts(tmp_
                           "env.workers=2")
     torch.manual_seed(0)
     policy = PolicyNet(config.model)
-    sync = VectorEnvCollector(config, vector="sync")
+    sync = VectorEnvCollector(config)
     expected = sync.collect(policy), sync.collect(policy)
     sync.close()
     first = make_collector(config)

@@ -123,7 +123,7 @@ def test_the_policys_continuation_prices_its_own_move_at_its_episodes_travel():
 
 def test_a_vector_env_reports_the_costs_of_the_state_it_returns_across_autoresets():
     config = load_config(SMOKE)
-    envs = make_envs(config.env, run_seed=5, vector="sync", wrap=LookaheadCosts)
+    envs = make_envs(config.env, run_seed=5, wrap=LookaheadCosts)
     obs, info = envs.reset()
     rng = np.random.default_rng(0)
     resets = 0

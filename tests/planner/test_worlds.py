@@ -226,7 +226,7 @@ def test_every_valid_move_the_imagined_world_does_not_price_costs_its_dearest(mo
 
 def test_costs_with_a_reveal_are_priced_in_the_world_that_knows_the_map_that_far():
     config = load_config(SMOKE)
-    envs = make_envs(config.env, run_seed=5, vector="sync", wrap=functools.partial(LookaheadCosts, reveal=2))
+    envs = make_envs(config.env, run_seed=5, wrap=functools.partial(LookaheadCosts, reveal=2))
     obs, info = envs.reset()
     rng = np.random.default_rng(0)
     differ = 0

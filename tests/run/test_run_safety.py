@@ -93,10 +93,10 @@ def test_ctrl_c_saves_the_update_in_progress_and_names_the_resume_command(tmp_pa
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_to_the_whole_process_group_saves_with_async_env_workers(tmp_path, sig):
-    """A terminal's Ctrl-C reaches every process of the group: the env workers must not die of it."""
+def test_a_signal_to_the_whole_process_group_saves_with_rollout_worker_processes(tmp_path, sig):
+    """A terminal's Ctrl-C reaches every process of the group: the rollout workers must not die of it."""
     run_dir = tmp_path / "run"
-    command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=async",
+    command = [sys.executable, "train.py", "--config", str(SMOKE), f"run.run_dir={run_dir}", "env.vector=processes",
                "ppo.total_timesteps=100000", "run.image_every=0", "run.checkpoint_every=1000"]
     process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)  # its own group, as a terminal's foreground job
