@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from config import Config, ModelConfig
 from decoder import Decoder, SingleHeadAttention
 from encoder import Encoder
-from encoder.packing import graph_attention, row_of_nodes
+from encoder.packing import trunk_rows
 from env.observation import N_NODE_FEATURES, n_node_features
 from graph_batch import GraphBatch
 
@@ -45,8 +45,8 @@ class GraphTrunk(nn.Module):
 
     Where the encoder packs the batch (``Encoder.packs``: the CPU kernel, no weights asked for),
     the decoder and the candidates read the encoder's rows of real nodes directly
-    (``_forward_rows``): the same outputs up to float rounding, without a padded [B,N,D] after the
-    encoder (a floor-plan update about 1.07x as fast, docs/performance.md).
+    (``encoder.packing.trunk_rows``): the same outputs up to float rounding, without a padded
+    [B,N,D] after the encoder.
     """
 
     def __init__(self, config: ModelConfig, n_node_features: int):
@@ -61,27 +61,13 @@ class GraphTrunk(nn.Module):
         B, K = batch.candidates.shape
         h = self.initial_embedding(batch.node_features)  # [B,N,F] -> [B,N,D]
         if self.encoder.packs(batch.adjacency, h.device, need_weights):
-            return self._forward_rows(batch, h)
+            return trunk_rows(self, batch, h)  # the fast path: real nodes only, encoder/packing.py
         h, encoder_weights = self.encoder(h, batch.adjacency, need_weights, batch.node_mask)  # [B,N,D]
         current = h[torch.arange(B, device=h.device), batch.current_index].unsqueeze(1)  # [B,1,D]
         enhanced, decoder_weights = self.decoder(current, h, batch.node_mask, need_weights)  # [B,1,D]
         current = self.current_embedding(torch.cat([enhanced, current], dim=-1))  # [B,1,2D] -> [B,1,D]
         candidates = h.gather(1, batch.candidates.unsqueeze(-1).expand(B, K, h.shape[-1]))  # [B,K,D]
         return current, candidates, encoder_weights, decoder_weights
-
-    def _forward_rows(self, batch: GraphBatch, h: Tensor):
-        """``forward`` over the real nodes' rows (``Encoder.forward_rows``): the decoder's query is
-        one row per graph, its keys the graph's rows (``encoder.packing.graph_attention``)."""
-        B, N = batch.node_mask.shape
-        x, neighbourhoods = self.encoder.forward_rows(h, batch.adjacency, batch.node_mask)  # [1,R',D]
-        rows = x.squeeze(0)  # [R',D]
-        row_of = row_of_nodes(batch.node_mask)  # [B*N]: the row of each real node
-        first = torch.arange(B, device=h.device) * N  # [B]: where graph b's nodes start in B*N
-        current = rows[row_of[first + batch.current_index]].unsqueeze(0)  # [1,B,D]
-        enhanced, _ = self.decoder(current, x, graph_attention(neighbourhoods, B))  # [1,B,D]
-        current = self.current_embedding(torch.cat([enhanced, current], dim=-1)).transpose(0, 1)  # [B,1,D]
-        candidates = rows[row_of[first.unsqueeze(1) + batch.candidates]]  # [B,K,D]; an empty slot's is masked
-        return current, candidates, None, None
 
 
 class PolicyNet(nn.Module):

@@ -25,8 +25,8 @@ from torch import Tensor, nn
 
 from checks import check_choice, check_divides
 from encoder.masking import check_bool_mask, masked_softmax
-from encoder.neighbour_kernel import kernel_error, neighbour_heads, neighbour_rows
-from encoder.packing import Neighbourhoods
+from encoder.neighbour_kernel import kernel_error, neighbour_heads
+from encoder.packing import Neighbourhoods, attend_rows
 from encoder.sparse import sparse_attention
 
 
@@ -194,7 +194,7 @@ class MultiHeadAttention(nn.Module):
             if need_weights or k is not v:
                 raise ValueError("a packed batch (Neighbourhoods) attends without weights, to the rows of q "
                                  "(neither k nor v) or of k (v the same tensor): pass no need_weights")
-            return self._attend_rows(q, q if k is None else k, mask), None
+            return attend_rows(self, q, q if k is None else k, mask), None  # the fast path: encoder/packing.py
         k = q if k is None else k
         v = q if v is None else v
         B, Nq, D = q.shape
@@ -213,18 +213,6 @@ class MultiHeadAttention(nn.Module):
         heads, weights = self.attend(Q, K, V, mask, self.norm_factor, need_weights)  # [B,H,Nq,d]
         out = self.w_out(heads.transpose(1, 2).reshape(B, Nq, D))  # concat heads: [B,Nq,H*d] -> [B,Nq,D]
         return out, (weights if need_weights else None)
-
-    def _attend_rows(self, x: Tensor, memory: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
-        """Attention from a packed batch's query rows x [1,Rq,D] to its key rows memory [1,Rk,D]
-        (``memory`` is ``x`` in self-attention) -> [1,Rq,D]."""
-        Rq, Rk = x.shape[1], memory.shape[1]
-        rows = x.squeeze(0)  # [Rq,D]: a view whose backward is a view (x[0]'s fills a zero [1,Rq,D] and copies)
-        key_rows = rows if memory is x else memory.squeeze(0)  # [Rk,D]
-        Q = self.w_query(rows).view(Rq, self.n_heads, self.head_dim)
-        K, V = (w(key_rows).view(Rk, self.n_heads, self.head_dim) for w in (self.w_key, self.w_value))
-        heads = neighbour_rows(Q, K, V, neighbourhoods.offsets, neighbourhoods.keys, neighbourhoods.graph_rows,
-                               self.norm_factor)  # [Rq,H,d]
-        return self.w_out(heads.reshape(1, Rq, self.embed_dim))
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """[B,N,D] -> [B,H,N,d]. The reference keeps heads first, [H,B,N,d]; the maths is the same."""

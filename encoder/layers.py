@@ -11,8 +11,8 @@ from torch import Tensor, nn
 
 from checks import check_at_least_one
 from encoder.attention import MultiHeadAttention, takes_kernel
-from encoder.masking import check_bool_mask
-from encoder.packing import ROW_QUANTUM, Neighbourhoods, pack, pad_rows
+from encoder.masking import check_adjacency
+from encoder.packing import Neighbourhoods, encoder_rows
 from encoder.sparse import from_pyg_nodes
 
 
@@ -58,14 +58,6 @@ def stack_layers(make_layer: Callable[[], nn.Module], n_layers: int) -> nn.Modul
     return nn.ModuleList(make_layer() for _ in range(n_layers))
 
 
-def check_adjacency(h: Tensor, adjacency: Tensor) -> None:
-    """Raise ValueError unless ``adjacency`` is a bool [B,N,N] for h [B,N,D]."""
-    B, N, _ = h.shape
-    check_bool_mask(adjacency, "adjacency")
-    if adjacency.shape != (B, N, N):
-        raise ValueError(f"adjacency must be [B,N,N] = {[B, N, N]}, got {list(adjacency.shape)}")
-
-
 class Encoder(nn.Module):
     """A stack of ``n_layers`` ``EncoderLayer``s: each node mixes information from its graph neighbours.
 
@@ -80,11 +72,10 @@ class Encoder(nn.Module):
         weights)``: ``weights`` is None, or with ``need_weights`` a list of ``n_layers`` tensors
         [B,H,N,N] (rows sum to 1 over allowed keys, 0 for padding).
 
-    Given ``node_mask``, where the attention would take the compiled kernel (``takes_kernel``: on
-    the CPU, sparse graphs), the layers run on the real nodes alone, packed (``encoder.packing``):
-    the same outputs for real nodes, up to float rounding, and zeros at padding, without computing
-    the padding rows. ``forward_rows`` returns those rows themselves, for a decoder that reads them
-    (``policy.GraphTrunk``).
+    The fast path: given ``node_mask``, where the attention would take the compiled kernel
+    (``packs``: on the CPU, sparse graphs), the layers run on the real nodes alone, packed
+    (``encoder.packing.encoder_rows``): the same outputs for real nodes, up to float rounding,
+    and zeros at padding, without computing the padding rows.
     """
 
     def __init__(self, embed_dim: int, n_heads: int, n_layers: int, ff_dim: int, attention_impl: str = "auto"):
@@ -94,10 +85,10 @@ class Encoder(nn.Module):
 
     def forward(self, h: Tensor, adjacency: Tensor, need_weights: bool = False, node_mask: Tensor | None = None
                 ) -> tuple[Tensor, list[Tensor] | None]:
-        if node_mask is not None and self.packs(adjacency, h.device, need_weights):
-            x, _ = self.forward_rows(h, adjacency, node_mask)  # [1,R',D], adjacency checked
-            return from_pyg_nodes(x[0, :int(node_mask.sum())], node_mask), None
         check_adjacency(h, adjacency)
+        if node_mask is not None and self.packs(adjacency, h.device, need_weights):  # the fast path
+            rows, _ = encoder_rows(self.layers, h, adjacency, node_mask)  # [1,R',D]: the real nodes
+            return from_pyg_nodes(rows[0, :int(node_mask.sum())], node_mask), None  # [B,N,D]
         per_layer = []
         for layer in self.layers:
             h, weights = layer(h, adjacency, need_weights)  # [B,N,D]
@@ -107,16 +98,3 @@ class Encoder(nn.Module):
     def packs(self, adjacency: Tensor, device: torch.device, need_weights: bool = False) -> bool:
         """Whether the layers run packed over ``adjacency`` [B,N,N] (``takes_kernel``)."""
         return takes_kernel(self.attention_impl, adjacency, device, need_weights)
-
-    def forward_rows(self, h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neighbourhoods]:
-        """The layers over the batch's real nodes only: h [B,N,D] -> (rows [1,R',D], their
-        ``Neighbourhoods``); row r is the r-th real node in (graph, node) order, R = node_mask's
-        count. In bf16 (or fp16) rows are added up to a multiple of ``ROW_QUANTUM`` (R' >= R;
-        ``encoder.packing.pad_rows``: oneDNN builds a kernel per matrix shape), else R' = R."""
-        check_adjacency(h, adjacency)
-        x, neighbourhoods = pack(h, adjacency, node_mask)  # [1,R,D]
-        if torch.is_autocast_enabled(x.device.type) or x.dtype in (torch.bfloat16, torch.float16):
-            x, neighbourhoods = pad_rows(x, neighbourhoods, ROW_QUANTUM)  # a few shapes for oneDNN: [1,R',D]
-        for layer in self.layers:
-            x, _ = layer(x, neighbourhoods)  # [1,R',D]
-        return x, neighbourhoods

@@ -52,3 +52,11 @@ def check_bool_mask(mask: Tensor | None, name: str) -> None:
             f"{name} must be a torch.bool tensor (True = allowed), got dtype {mask.dtype}; "
             f"convert with `{name}.bool()` if 1 means allowed, `~{name}.bool()` if 1 means blocked"
         )
+
+
+def check_adjacency(h: Tensor, adjacency: Tensor) -> None:
+    """Raise ValueError unless ``adjacency`` is a bool [B,N,N] for h [B,N,D]."""
+    B, N, _ = h.shape
+    check_bool_mask(adjacency, "adjacency")
+    if adjacency.shape != (B, N, N):
+        raise ValueError(f"adjacency must be [B,N,N] = {[B, N, N]}, got {list(adjacency.shape)}")

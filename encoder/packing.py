@@ -1,24 +1,32 @@
-"""A padded batch of graphs as one graph of disjoint parts: rows for real nodes only.
+"""The fast path: a padded batch of graphs as one graph of disjoint parts, rows for real nodes only.
 
-The padded layout [B,N,D] pads every graph to the batch's largest, and every row-wise layer
+The padded layout [B,N,D] (the code to read: ``EncoderLayer``, ``Encoder``, ``MultiHeadAttention``,
+``policy.GraphTrunk``) pads every graph to the batch's largest, and every row-wise layer
 (projections, LayerNorm, feed-forward) computes the padding rows too; with graphs of 18 to 120
-nodes a PPO minibatch is a fifth padding even in size buckets, and each bucket is another call.
-A packed batch keeps only the real nodes, R rows [1,R,D] (PyG's batching: the graphs are
-disconnected parts of one graph), and says who attends to whom with ``Neighbourhoods``, the
-allowed pairs as lists over rows. Only the compiled kernel attends over such lists
-(``encoder.neighbour_kernel.neighbour_rows``), so the ``Encoder`` packs where it would take the
-kernel anyway; ``encoder.sparse.from_pyg_nodes`` puts the rows back, or the policy's decoder reads
-them as they are (``graph_attention``, ``policy.GraphTrunk``). A real node's output is the padded
-path's up to float rounding (tested).
+nodes a PPO minibatch is a fifth padding even in size buckets. A packed batch keeps only the real
+nodes, R rows [1,R,D] (PyG's batching: the graphs are disconnected parts of one graph), and says
+who attends to whom with ``Neighbourhoods``, the allowed pairs as lists over rows. Only the
+compiled kernel attends over such lists (``encoder.neighbour_kernel.neighbour_rows``), so the
+model packs where it would take the kernel anyway (``Encoder.packs``), and this file holds all of
+the packed computation, each piece entered from one line of the padded code:
 
-Shape legend: B batch, N nodes, R real nodes of the batch, E allowed pairs, D embedding.
+    MultiHeadAttention.forward  -> attend_rows    (a ``Neighbourhoods`` mask)
+    Encoder.forward             -> encoder_rows   (then ``encoder.sparse.from_pyg_nodes`` pads back)
+    GraphTrunk.forward          -> trunk_rows     (decoder and candidates read the rows directly)
+
+A real node's output is the padded path's up to float rounding (tests/encoder/test_packing.py,
+tests/test_policy.py). Shape legend: B batch, N nodes, R real nodes of the batch, E allowed pairs,
+D embedding, H heads, d head dim, K candidate slots.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
+
+from encoder.masking import check_adjacency
+from encoder.neighbour_kernel import neighbour_rows
 
 
 @dataclass(frozen=True)
@@ -95,3 +103,49 @@ def pad_rows(x: Tensor, neighbourhoods: Neighbourhoods, quantum: int) -> tuple[T
     offsets = torch.cat([neighbourhoods.offsets, neighbourhoods.offsets[-1:].expand(extra)])  # no keys
     graph_rows = torch.cat([neighbourhoods.graph_rows, neighbourhoods.graph_rows.new_tensor([R + extra])])
     return rows, Neighbourhoods(offsets, neighbourhoods.keys, graph_rows)
+
+
+def attend_rows(attention: nn.Module, x: Tensor, memory: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
+    """``MultiHeadAttention`` ``attention`` from a packed batch's query rows x [1,Rq,D] to its key
+    rows memory [1,Rk,D] (``memory`` is ``x`` in self-attention) -> [1,Rq,D], by the kernel."""
+    Rq, Rk = x.shape[1], memory.shape[1]
+    rows = x.squeeze(0)  # [Rq,D]: a view whose backward is a view (x[0]'s fills a zero [1,Rq,D] and copies)
+    key_rows = rows if memory is x else memory.squeeze(0)  # [Rk,D]
+    H, d = attention.n_heads, attention.head_dim
+    Q = attention.w_query(rows).view(Rq, H, d)
+    K, V = (w(key_rows).view(Rk, H, d) for w in (attention.w_key, attention.w_value))
+    heads = neighbour_rows(Q, K, V, neighbourhoods.offsets, neighbourhoods.keys, neighbourhoods.graph_rows,
+                           attention.norm_factor)  # [Rq,H,d]
+    return attention.w_out(heads.reshape(1, Rq, attention.embed_dim))
+
+
+def encoder_rows(layers: nn.ModuleList, h: Tensor, adjacency: Tensor, node_mask: Tensor
+                 ) -> tuple[Tensor, Neighbourhoods]:
+    """The ``Encoder``'s ``layers`` over the batch's real nodes only: h [B,N,D] -> (rows [1,R',D],
+    their ``Neighbourhoods``); row r is the r-th real node in (graph, node) order, R = node_mask's
+    count. In bf16 (or fp16) rows are added up to a multiple of ``ROW_QUANTUM`` (R' >= R;
+    ``pad_rows``: oneDNN builds a kernel per matrix shape), else R' = R."""
+    x, neighbourhoods = pack(h, adjacency, node_mask)  # [1,R,D]
+    if torch.is_autocast_enabled(x.device.type) or x.dtype in (torch.bfloat16, torch.float16):
+        x, neighbourhoods = pad_rows(x, neighbourhoods, ROW_QUANTUM)  # a few shapes for oneDNN: [1,R',D]
+    for layer in layers:
+        x, _ = layer(x, neighbourhoods)  # [1,R',D]
+    return x, neighbourhoods
+
+
+def trunk_rows(trunk: nn.Module, batch, h: Tensor) -> tuple[Tensor, Tensor, None, None]:
+    """``policy.GraphTrunk.forward`` over the real nodes' rows, from the embedded nodes h [B,N,D]
+    of ``batch`` (a ``graph_batch.GraphBatch``): the encoder's rows (``encoder_rows``), the
+    decoder's query one row per graph attending to its graph's rows (``graph_attention``), and the
+    candidates gathered from the rows -> (current [B,1,D], candidates [B,K,D], None, None)."""
+    B, N = batch.node_mask.shape
+    check_adjacency(h, batch.adjacency)
+    x, neighbourhoods = encoder_rows(trunk.encoder.layers, h, batch.adjacency, batch.node_mask)  # [1,R',D]
+    rows = x.squeeze(0)  # [R',D]
+    row_of = row_of_nodes(batch.node_mask)  # [B*N]: the row of each real node
+    first = torch.arange(B, device=h.device) * N  # [B]: where graph b's nodes start in B*N
+    current = rows[row_of[first + batch.current_index]].unsqueeze(0)  # [1,B,D]
+    enhanced, _ = trunk.decoder(current, x, graph_attention(neighbourhoods, B))  # [1,B,D]
+    current = trunk.current_embedding(torch.cat([enhanced, current], dim=-1)).transpose(0, 1)  # [B,1,D]
+    candidates = rows[row_of[first.unsqueeze(1) + batch.candidates]]  # [B,K,D]; an empty slot's is masked
+    return current, candidates, None, None

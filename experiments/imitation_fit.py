@@ -37,10 +37,10 @@ import torch
 from config import load_config
 from env.observation import env_feature_names
 from learning.ppo import adam, update_dtype
-from learning.trainer import load_initial_weights
 from planner.imitation import Labelled, fit_on, node_spacing, train_epochs, write_round
 from policy import build_policy
 from run.interrupt import StopOnSignal
+from run.pretrained import load_initial_weights
 
 
 def fit_curve(name: str, config_path: str, overrides: list[str], train: Labelled, held_out: Labelled, epochs: int,

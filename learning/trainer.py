@@ -15,7 +15,6 @@ from tqdm import tqdm
 
 from config import Config, ConfigError, flat_settings, load_run_config, save_config
 from env.episode import run_episode
-from env.observation import env_feature_names
 from graph_batch import argmax_actor, collate
 from learning import tags
 from learning.buffer import Rollout
@@ -25,7 +24,7 @@ from learning.envs import check_env_config, make_env
 from learning.gae import compute_gae
 from learning.ppo import adam, check_finite_weights, ppo_update
 from learning.progress import EpisodeProgress
-from policy import PolicyNet, build_policy
+from policy import build_policy
 from run.checkpoint import (
     checkpoint_path,
     checkpoints,
@@ -36,7 +35,7 @@ from run.checkpoint import (
 )
 from run.interrupt import StopOnSignal, Stopped
 from run.lock import RunLock
-from run.pretrained import read_weights
+from run.pretrained import load_initial_weights
 from run.seeding import eval_episode_seed
 
 AttentionPainter = Callable[[np.ndarray, np.ndarray, str], np.ndarray]
@@ -52,34 +51,6 @@ def learner_device(config: Config) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("run.device=cuda but no CUDA device is available; use run.device=auto or cpu")
     return torch.device(name)
-
-
-def load_initial_weights(policy: PolicyNet, config: Config) -> None:
-    """Load the weights ``run.init_from`` names into ``policy``; a ``CheckpointError`` naming the
-    model settings that differ between those weights and ``config``.
-
-    Weights trained with fewer node features (without ``context_features`` or
-    ``privileged_features``) start a run with them: the embedding's columns for the new features
-    start at zero, so the network plays exactly as the one it came from
-    until training gives them weight.
-    """
-    path, state, trained_with = read_weights(Path(config.run.init_from))
-    weights = with_input_columns(state["model"], env_feature_names(trained_with.env.kwargs),
-                                 env_feature_names(config.env.kwargs))
-    load_model_weights(policy, {**state, "model": weights, "model_config": asdict(trained_with.model)}, path,
-                       asdict(config.model), wanted="this run's config")
-
-
-def with_input_columns(weights: dict[str, torch.Tensor], had: tuple[str, ...],
-                       wanted: tuple[str, ...]) -> dict[str, torch.Tensor]:
-    """``weights`` whose node embeddings (``*.initial_embedding.weight`` [D, len(had)]) take the node
-    features ``wanted``: each column moved to its feature's place, a new feature's column zero;
-    unchanged unless ``wanted`` holds every feature of ``had`` and more."""
-    if not set(had) < set(wanted):
-        return weights
-    places = torch.tensor([wanted.index(name) for name in had])
-    return {key: value.new_zeros(value.shape[0], len(wanted)).index_copy(1, places, value)
-            if key.endswith("initial_embedding.weight") else value for key, value in weights.items()}
 
 
 def hyperparameter_table(config: Config) -> str:

@@ -31,8 +31,8 @@ from torch import nn
 
 from config import Config
 from learning.buffer import Rollout
-from learning.collector import VectorEnvCollector, group_slices
 from learning.child_processes import env_start_method, interrupts_ignored_by_children, kill_all
+from learning.collector import VectorEnvCollector, group_slices
 from learning.progress import EpisodeProgress
 from policy import build_policy
 

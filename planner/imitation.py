@@ -91,14 +91,13 @@ from evaluation.stats import format_mean_ci
 from graph_batch import argmax_actor, forward_each, forward_observations, one_torch_thread
 from learning.envs import make_envs, with_env_overrides
 from learning.ppo import adam, masked_policy, update_dtype
-from learning.trainer import load_initial_weights
 from planner.continuation import PolicyContinuation
 from planner.lookahead import LOOKAHEAD_COSTS, LookaheadCosts
 from policy import build_policy
 from run.atomic import atomic_write, atomic_write_text
 from run.checkpoint import CheckpointError
 from run.interrupt import StopOnSignal, signal_exit_code
-from run.pretrained import weights_file
+from run.pretrained import load_initial_weights, weights_file
 
 COSTS = "costs"
 """The key of C(s, .) in a ``states_NN.npz`` beside the observation's keys."""

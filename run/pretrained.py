@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from config import Config, ConfigError, apply_override, load_run_config, saved_config
 from env.config import GridExploreConfig
+from env.observation import env_feature_names
 from run.atomic import atomic_write
-from run.checkpoint import CheckpointError, checkpoints, load_checkpoint
+from run.checkpoint import CheckpointError, checkpoints, load_checkpoint, load_model_weights
 
 FORMAT = "graph-attention-exploration/pretrained-v1"
 """The ``format`` entry of a pretrained file."""
@@ -77,6 +79,34 @@ def carried_planner(state: dict[str, Any]) -> dict[str, Any] | None:
     """The ``"planner"`` entry of a loaded file's ``state``: None for a checkpoint or a pretrained
     file written without one."""
     return state.get(PLANNER_ENTRY) if state.get("format") == FORMAT else None
+
+
+def load_initial_weights(policy: nn.Module, config: Config) -> None:
+    """Load the weights ``run.init_from`` names into ``policy``; a ``CheckpointError`` naming the
+    model settings that differ between those weights and ``config``.
+
+    Weights trained with fewer node features (without ``context_features`` or
+    ``privileged_features``) start a run with them: the embedding's columns for the new features
+    start at zero, so the network plays exactly as the one it came from
+    until training gives them weight.
+    """
+    path, state, trained_with = read_weights(Path(config.run.init_from))
+    weights = with_input_columns(state["model"], env_feature_names(trained_with.env.kwargs),
+                                 env_feature_names(config.env.kwargs))
+    load_model_weights(policy, {**state, "model": weights, "model_config": asdict(trained_with.model)}, path,
+                       asdict(config.model), wanted="this run's config")
+
+
+def with_input_columns(weights: dict[str, torch.Tensor], had: tuple[str, ...],
+                       wanted: tuple[str, ...]) -> dict[str, torch.Tensor]:
+    """``weights`` whose node embeddings (``*.initial_embedding.weight`` [D, len(had)]) take the node
+    features ``wanted``: each column moved to its feature's place, a new feature's column zero;
+    unchanged unless ``wanted`` holds every feature of ``had`` and more."""
+    if not set(had) < set(wanted):
+        return weights
+    places = torch.tensor([wanted.index(name) for name in had])
+    return {key: value.new_zeros(value.shape[0], len(wanted)).index_copy(1, places, value)
+            if key.endswith("initial_embedding.weight") else value for key, value in weights.items()}
 
 
 def pretrained_state(source: Path, env_overrides: tuple[str, ...] = (), planner: dict[str, Any] | None = None

@@ -4,11 +4,12 @@ import pytest
 import torch
 from torch.distributions import Categorical
 
+import policy as policy_module
 from config import ModelConfig
 from encoder.attention import ATTENTION_IMPLS
 from env.observation import N_NODE_FEATURES, observation_space
 from graph_batch import collate
-from policy import GraphTrunk, PolicyNet
+from policy import PolicyNet
 from tests.helpers import HEAD_COUNTS, N_MAX, K, observations
 
 
@@ -63,12 +64,12 @@ def test_attention_implementations_give_the_same_policy():
 
 def test_where_the_encoder_packs_the_decoder_and_pointer_read_its_rows_as_the_padded_path(monkeypatch):
     """``auto`` on the CPU packs the batch, and the trunk then stays on rows through the decoder and
-    the candidates (``GraphTrunk._forward_rows``): logits, values and every gradient against the
+    the candidates (``encoder.packing.trunk_rows``): logits, values and every gradient against the
     reference path's padded trunk with the same weights."""
     obs = observations(6)
     taken = []
-    rows_path = GraphTrunk._forward_rows
-    monkeypatch.setattr(GraphTrunk, "_forward_rows", lambda self, *args: taken.append(1) or rows_path(self, *args))
+    rows_path = policy_module.trunk_rows
+    monkeypatch.setattr(policy_module, "trunk_rows", lambda *args: taken.append(1) or rows_path(*args))
     results = []
     for impl in ("auto", "reference"):
         policy = make_policy(attention_impl=impl)

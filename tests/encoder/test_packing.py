@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from encoder import layers
+from encoder import packing
 from encoder.attention import MultiHeadAttention
 from encoder.graph import adjacency_from_neighbors
 from encoder.layers import Encoder
@@ -51,7 +51,7 @@ def test_packed_encoder_matches_the_reference_path_on_real_nodes(monkeypatch, ma
     taken (``pack`` called), and padding rows come out zero."""
     h, adjacency, node_mask = batch(make_graph, seed=3)
     packed_calls = []
-    monkeypatch.setattr(layers, "pack", lambda *args: packed_calls.append(1) or pack(*args))
+    monkeypatch.setattr(packing, "pack", lambda *args: packed_calls.append(1) or pack(*args))
     ours = outputs_and_grads(encoder(impl), h, adjacency, node_mask, torch.float32)
     expected = outputs_and_grads(encoder("reference"), h, adjacency, node_mask, torch.float32)
     assert packed_calls == [1]
@@ -79,7 +79,7 @@ def test_packed_bf16_is_as_close_to_float32_as_the_padded_bf16(make_graph):
 @pytest.mark.parametrize("impl", ["reference", "sdpa", "sparse"])
 def test_other_implementations_and_attention_maps_keep_the_padded_path(monkeypatch, make_graph, impl):
     h, adjacency, node_mask = batch(make_graph)
-    monkeypatch.setattr(layers, "pack", lambda *args: pytest.fail("packed"))
+    monkeypatch.setattr(packing, "pack", lambda *args: pytest.fail("packed"))
     encoder(impl)(h, adjacency, node_mask=node_mask)
     out, weights = encoder("auto")(h, adjacency, need_weights=True, node_mask=node_mask)
     assert len(weights) == 3
@@ -88,7 +88,7 @@ def test_other_implementations_and_attention_maps_keep_the_padded_path(monkeypat
 def test_a_dense_batch_keeps_the_padded_path_under_auto(monkeypatch, make_graph):
     """``auto`` takes SDPA, not the kernel, where most pairs are allowed: no packing then."""
     h = batch(make_graph)[0]
-    monkeypatch.setattr(layers, "pack", lambda *args: pytest.fail("packed"))
+    monkeypatch.setattr(packing, "pack", lambda *args: pytest.fail("packed"))
     encoder("auto")(h, torch.ones(4, 19, 19, dtype=torch.bool), node_mask=torch.ones(4, 19, dtype=torch.bool))
 
 
@@ -152,7 +152,7 @@ def test_the_encoder_pads_packed_rows_in_bf16_only_and_real_nodes_keep_their_out
     def run(quantum: int, dtype: torch.dtype):
         x = h.clone().requires_grad_()
         with pytest.MonkeyPatch.context() as patch, torch.autocast("cpu", dtype=dtype, enabled=dtype != torch.float32):
-            patch.setattr(layers, "ROW_QUANTUM", quantum)  # 1: no padding
+            patch.setattr(packing, "ROW_QUANTUM", quantum)  # 1: no padding
             out = model(x, adjacency, node_mask=node_mask)[0]
         out.float().square().sum().backward()
         return out.float(), x.grad

@@ -11,7 +11,6 @@ import learning.collector
 import learning.envs
 from graph_batch import consecutive_groups, forward_each, forward_groups, forward_observations
 from learning.buffer import Rollout
-from learning.choose_collector import make_collector
 from learning.collector import VectorEnvCollector, contiguous_slices, group_slices, sample_actions
 from learning.progress import EpisodeProgress
 from policy import PolicyNet

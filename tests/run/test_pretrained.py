@@ -9,9 +9,9 @@ from env.observation import N_NODE_FEATURES, node_feature_names
 from evaluation.play import load_policy
 from graph_batch import argmax_actor, collate
 from learning.envs import make_env, with_env_overrides
-from learning.trainer import Trainer, with_input_columns
+from learning.trainer import Trainer
 from run.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
-from run.pretrained import FORMAT, export
+from run.pretrained import FORMAT, export, with_input_columns
 from run.pretrained import main as export_main
 from tests.helpers import SMOKE, smoke_config
 
