@@ -21,7 +21,7 @@ import yaml
 
 from checks import check_at_least_one, check_choice, check_divides, check_non_negative, check_positive
 
-ATTENTION_IMPLS = ("reference", "sdpa", "sparse", "neighbours", "auto")
+ATTENTION_IMPLS = ("reference", "sdpa", "sparse", "neighbors", "auto")
 """The names of ``encoder.attention.ATTENTION``'s implementations (a test keeps the two equal), so
 that a config is checked without importing torch."""
 
@@ -259,9 +259,10 @@ SETTINGS_RETIRED = ("ppo.update_threads",)
 """Settings that runs saved and that no longer exist. ``ppo.update_threads`` split each minibatch
 over threads, which changed only the order of float sums (and was never the default); a saved
 config that names it is read without it, and such a run continues as one pass."""
-VALUES_RETIRED = {("env.vector", "async"): "processes"}
+VALUES_RETIRED = {("env.vector", "async"): "processes", ("model.attention_impl", "neighbours"): "neighbors"}
 """Values that runs saved and that no longer exist, each with the one that does the same today:
-``async`` collected the same rollouts as ``processes``, bit for bit, more slowly."""
+``async`` collected the same rollouts as ``processes``, bit for bit, more slowly; the kernel's
+implementation is spelt as the observation's ``neighbors`` now."""
 
 
 def saved_config(data: dict[str, Any], source: str | Path) -> Config:

@@ -10,7 +10,7 @@ interchangeable functions with one signature (``ATTENTION_IMPLS`` names them):
         -> (heads [B,H,Nq,d], weights [B,H,Nq,Nk] or None)
 
 ``reference_attention`` below is the one to read. ``sdpa_attention`` computes the same numbers
-with fused dense kernels, ``neighbour_attention`` with a compiled CPU kernel that skips the masked
+with fused dense kernels, ``neighbor_attention`` with a compiled CPU kernel that skips the masked
 pairs, ``sparse_attention`` over a PyG edge list (a cross-check that shares no code with the
 others), and ``auto_attention``, the default, picks the kernel or SDPA by the mask's degree.
 """
@@ -25,8 +25,8 @@ from torch import Tensor, nn
 
 from checks import check_choice, check_divides
 from encoder.masking import check_bool_mask, masked_softmax
-from encoder.neighbour_kernel import kernel_error, neighbour_heads
-from encoder.packing import Neighbourhoods, attend_rows
+from encoder.neighbor_kernel import kernel_error, neighbor_heads
+from encoder.packing import Neighborhoods, attend_rows
 from encoder.sparse import sparse_attention
 
 
@@ -74,13 +74,13 @@ def keyless_rows_zeroed(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_fact
 
 def kernel_applies(mask: Tensor | None, device: torch.device, need_weights: bool) -> bool:
     """Whether the compiled kernel can attend at all: over a mask, on the CPU, with no weights
-    asked for (it returns none). Where it cannot, ``neighbours`` and ``auto`` take SDPA."""
+    asked for (it returns none). Where it cannot, ``neighbors`` and ``auto`` take SDPA."""
     return mask is not None and device.type == "cpu" and not need_weights
 
 
-def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
+def neighbor_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
                         need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-    """The same attention through the compiled kernel of ``encoder.neighbour_kernel``, which
+    """The same attention through the compiled kernel of ``encoder.neighbor_kernel``, which
     visits only the allowed (query, key) pairs: O(Nq x degree) per graph where SDPA is O(Nq x Nk).
 
     It is a CPU kernel without weights: a call that needs the weights takes the reference path,
@@ -90,10 +90,10 @@ def neighbour_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, no
     """
     if not kernel_applies(mask, Q.device, need_weights):
         return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
-    return neighbour_heads(Q, K, V, mask, norm_factor), None
+    return neighbor_heads(Q, K, V, mask, norm_factor), None
 
 
-NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR = 2
+NEIGHBORS_FROM_KEYS_PER_NEIGHBOR = 2
 """``auto`` takes the kernel when the mask allows at most one (query, key) pair in this many.
 
 The kernel's cost grows with the allowed pairs (a query with none costs nothing), SDPA's with all
@@ -103,33 +103,33 @@ SDPA's: 2.5x at 64 nodes of 9 neighbours, 1.5x at 64 of 20, 1.1x at 64 of 32 and
 64 (half the pairs), 0.6-0.8x where every pair is allowed."""
 
 
-def prefers_neighbours(mask: Tensor) -> bool:
+def prefers_neighbors(mask: Tensor) -> bool:
     """Whether the kernel beats SDPA for ``mask`` [B,Nq,Nk]: at most one pair in
-    ``NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR`` allowed."""
-    return NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR * int(torch.count_nonzero(mask)) <= mask.numel()
+    ``NEIGHBORS_FROM_KEYS_PER_NEIGHBOR`` allowed."""
+    return NEIGHBORS_FROM_KEYS_PER_NEIGHBOR * int(torch.count_nonzero(mask)) <= mask.numel()
 
 
 def auto_attention(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor | None, norm_factor: float,
                    need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-    """``neighbour_attention`` on the CPU where the graph is sparse enough for the kernel to win
-    (``prefers_neighbours``), else ``sdpa_attention``. On a GPU it is SDPA. Where the kernel cannot
+    """``neighbor_attention`` on the CPU where the graph is sparse enough for the kernel to win
+    (``prefers_neighbors``), else ``sdpa_attention``. On a GPU it is SDPA. Where the kernel cannot
     be built (no C++ compiler), SDPA, with one warning that says why."""
-    if not (kernel_applies(mask, Q.device, need_weights) and prefers_neighbours(mask)):
+    if not (kernel_applies(mask, Q.device, need_weights) and prefers_neighbors(mask)):
         return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
     error = kernel_error()
     if error is not None:
         warnings.warn(f"attention_impl auto takes SDPA: {error}", stacklevel=2)
         return sdpa_attention(Q, K, V, mask, norm_factor, need_weights)
-    return neighbour_attention(Q, K, V, mask, norm_factor)
+    return neighbor_attention(Q, K, V, mask, norm_factor)
 
 
 def takes_kernel(attention_impl: str, mask: Tensor, device: torch.device, need_weights: bool = False) -> bool:
     """Whether ``attention_impl`` attends over ``mask`` [B,Nq,Nk] on ``device`` with the compiled
-    kernel (``neighbours``; ``auto`` where the graph is sparse and the kernel builds): where it
+    kernel (``neighbors``; ``auto`` where the graph is sparse and the kernel builds): where it
     does, the ``Encoder`` packs the batch (``encoder.packing``)."""
-    if attention_impl not in ("neighbours", "auto") or not kernel_applies(mask, device, need_weights):
+    if attention_impl not in ("neighbors", "auto") or not kernel_applies(mask, device, need_weights):
         return False
-    return attention_impl == "neighbours" or (prefers_neighbours(mask) and kernel_error() is None)
+    return attention_impl == "neighbors" or (prefers_neighbors(mask) and kernel_error() is None)
 
 
 def _per_head(mask: Tensor | None) -> Tensor | None:
@@ -138,7 +138,7 @@ def _per_head(mask: Tensor | None) -> Tensor | None:
 
 
 ATTENTION = {"reference": reference_attention, "sdpa": sdpa_attention, "sparse": sparse_attention,
-             "neighbours": neighbour_attention, "auto": auto_attention}
+             "neighbors": neighbor_attention, "auto": auto_attention}
 ATTENTION_IMPLS = tuple(ATTENTION)
 """The names ``model.attention_impl`` accepts; all give the same outputs, weights and gradients."""
 
@@ -161,16 +161,16 @@ class MultiHeadAttention(nn.Module):
         bias: add biases to the four projections (the reference has none).
         attention_impl: one of ``ATTENTION_IMPLS``: ``"reference"`` (explicit matmuls +
             ``masked_fill``: the code to read), ``"sdpa"`` (``F.scaled_dot_product_attention``:
-            fused kernels), ``"neighbours"`` (a compiled CPU kernel over the allowed pairs only),
+            fused kernels), ``"neighbors"`` (a compiled CPU kernel over the allowed pairs only),
             ``"sparse"`` (PyG softmax + scatter over the mask's edge list) or ``"auto"`` (the
-            default: ``neighbours`` for sparse masks on the CPU, else ``sdpa``; ``auto_attention``).
+            default: ``neighbors`` for sparse masks on the CPU, else ``sdpa``; ``auto_attention``).
 
     Shapes:
         q [B,Nq,D]; k, v [B,Nk,D] (default to ``q``: self-attention); mask bool broadcastable to
         [B,Nq,Nk] -> ``(out [B,Nq,D], weights [B,H,Nq,Nk] if need_weights else None)``, the
         return convention of ``torch.nn.MultiheadAttention``. Or a packed batch
         (``encoder.packing``): q [1,Rq,D], k = v [1,Rk,D] or None (self-attention), and mask
-        ``Neighbourhoods`` -> ``(out [1,Rq,D], None)``, by the compiled kernel, whatever ``attention_impl``.
+        ``Neighborhoods`` -> ``(out [1,Rq,D], None)``, by the compiled kernel, whatever ``attention_impl``.
     """
 
     def __init__(self, embed_dim: int, n_heads: int, bias: bool = False, attention_impl: str = "auto"):
@@ -190,9 +190,9 @@ class MultiHeadAttention(nn.Module):
 
     def forward(self, q: Tensor, k: Tensor | None = None, v: Tensor | None = None, mask: Tensor | None = None,
                 need_weights: bool = False) -> tuple[Tensor, Tensor | None]:
-        if isinstance(mask, Neighbourhoods):
+        if isinstance(mask, Neighborhoods):
             if need_weights or k is not v:
-                raise ValueError("a packed batch (Neighbourhoods) attends without weights, to the rows of q "
+                raise ValueError("a packed batch (Neighborhoods) attends without weights, to the rows of q "
                                  "(neither k nor v) or of k (v the same tensor): pass no need_weights")
             return attend_rows(self, q, q if k is None else k, mask), None  # the fast path: encoder/packing.py
         k = q if k is None else k

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 from checks import check_at_least_one
 from encoder.attention import MultiHeadAttention, takes_kernel
 from encoder.masking import check_adjacency
-from encoder.packing import Neighbourhoods, encoder_rows
+from encoder.packing import Neighborhoods, encoder_rows
 from encoder.sparse import from_pyg_nodes
 
 
@@ -41,10 +41,10 @@ class EncoderLayer(AttentionBlock):
 
     Shapes: h [B,N,D], adjacency bool [B,N,N] (True: node i attends to node j)
     -> ``(out [B,N,D], weights [B,H,N,N] if need_weights else None)``; or a packed batch, h
-    [1,R,D] and adjacency ``Neighbourhoods`` -> ``(out [1,R,D], None)`` (``encoder.packing``).
+    [1,R,D] and adjacency ``Neighborhoods`` -> ``(out [1,R,D], None)`` (``encoder.packing``).
     """
 
-    def forward(self, h: Tensor, adjacency: Tensor | Neighbourhoods, need_weights: bool = False
+    def forward(self, h: Tensor, adjacency: Tensor | Neighborhoods, need_weights: bool = False
                 ) -> tuple[Tensor, Tensor | None]:
         attended, weights = self.multi_head_attention(self.normalization1(h), mask=adjacency, need_weights=need_weights)
         h = h + attended  # [B,N,D]

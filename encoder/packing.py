@@ -5,12 +5,12 @@ The padded layout [B,N,D] (the code to read: ``EncoderLayer``, ``Encoder``, ``Mu
 (projections, LayerNorm, feed-forward) computes the padding rows too; with graphs of 18 to 120
 nodes a PPO minibatch is a fifth padding even in size buckets. A packed batch keeps only the real
 nodes, R rows [1,R,D] (PyG's batching: the graphs are disconnected parts of one graph), and says
-who attends to whom with ``Neighbourhoods``, the allowed pairs as lists over rows. Only the
-compiled kernel attends over such lists (``encoder.neighbour_kernel.neighbour_rows``), so the
+who attends to whom with ``Neighborhoods``, the allowed pairs as lists over rows. Only the
+compiled kernel attends over such lists (``encoder.neighbor_kernel.neighbor_rows``), so the
 model packs where it would take the kernel anyway (``Encoder.packs``), and this file holds all of
 the packed computation, each piece entered from one line of the padded code:
 
-    MultiHeadAttention.forward  -> attend_rows    (a ``Neighbourhoods`` mask)
+    MultiHeadAttention.forward  -> attend_rows    (a ``Neighborhoods`` mask)
     Encoder.forward             -> encoder_rows   (then ``encoder.sparse.from_pyg_nodes`` pads back)
     GraphTrunk.forward          -> trunk_rows     (decoder and candidates read the rows directly)
 
@@ -26,11 +26,11 @@ import torch
 from torch import Tensor, nn
 
 from encoder.masking import check_adjacency
-from encoder.neighbour_kernel import neighbour_rows
+from encoder.neighbor_kernel import neighbor_rows
 
 
 @dataclass(frozen=True)
-class Neighbourhoods:
+class Neighborhoods:
     """The allowed (query, key) pairs of a packed batch, as CSR lists over its rows.
 
     Query row r may attend to key rows ``keys[offsets[r]:offsets[r + 1]]`` (ascending, all of its
@@ -53,11 +53,11 @@ def row_of_nodes(node_mask: Tensor) -> Tensor:
     return node_mask.flatten().cumsum(0) - 1
 
 
-def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neighbourhoods]:
+def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neighborhoods]:
     """The real nodes of a padded batch as rows, and the adjacency's pairs between them.
 
     h [B,N,D], adjacency bool [B,N,N] (True: node i attends to node j), node_mask bool [B,N]
-    -> (x [1,R,D], ``Neighbourhoods``). A pair that involves a padding node is dropped, as the
+    -> (x [1,R,D], ``Neighborhoods``). A pair that involves a padding node is dropped, as the
     padded path's attention gives padding nothing and takes nothing from it.
     """
     B, N, _ = h.shape
@@ -68,23 +68,23 @@ def pack(h: Tensor, adjacency: Tensor, node_mask: Tensor) -> tuple[Tensor, Neigh
     zero = torch.zeros(1, dtype=torch.long, device=h.device)
     graph_rows = torch.cat([zero, node_mask.sum(1).cumsum(0)])
     offsets = torch.cat([zero, torch.bincount(queries, minlength=int(graph_rows[-1])).cumsum(0)])
-    return h[node_mask].unsqueeze(0), Neighbourhoods(offsets, keys, graph_rows)
+    return h[node_mask].unsqueeze(0), Neighborhoods(offsets, keys, graph_rows)
 
 
-def graph_attention(neighbourhoods: Neighbourhoods, n_graphs: int) -> Neighbourhoods:
+def graph_attention(neighborhoods: Neighborhoods, n_graphs: int) -> Neighborhoods:
     """Lists for one query row per graph (row b: graph b's current node) that attends to every real
     row of its graph, from ``pack``'s lists of ``n_graphs`` graphs (rows ``pad_rows`` added after
     them are nobody's keys). The decoder's mask, [B,1,N] = ``node_mask`` in the padded layout."""
-    starts = neighbourhoods.graph_rows[: n_graphs + 1]  # graph b's rows are starts[b] .. starts[b + 1] - 1
+    starts = neighborhoods.graph_rows[: n_graphs + 1]  # graph b's rows are starts[b] .. starts[b + 1] - 1
     every_row = torch.arange(int(starts[-1]), device=starts.device)
-    return Neighbourhoods(starts, every_row, torch.arange(n_graphs + 1, device=starts.device))
+    return Neighborhoods(starts, every_row, torch.arange(n_graphs + 1, device=starts.device))
 
 
 ROW_QUANTUM = 256
 """A packed batch whose products run in reduced precision gets rows up to a multiple of this (``pad_rows``)."""
 
 
-def pad_rows(x: Tensor, neighbourhoods: Neighbourhoods, quantum: int) -> tuple[Tensor, Neighbourhoods]:
+def pad_rows(x: Tensor, neighborhoods: Neighborhoods, quantum: int) -> tuple[Tensor, Neighborhoods]:
     """x [1,R,D] and its lists with zero rows added up to a multiple of ``quantum`` rows: the added
     rows attend to nothing and nothing attends to them (a graph of their own), so the real rows'
     outputs are unchanged, and the caller drops the added rows after the layers.
@@ -98,14 +98,14 @@ def pad_rows(x: Tensor, neighbourhoods: Neighbourhoods, quantum: int) -> tuple[T
     R = x.shape[1]
     extra = -R % quantum
     if not extra:
-        return x, neighbourhoods
+        return x, neighborhoods
     rows = torch.cat([x, x.new_zeros(1, extra, x.shape[2])], dim=1)  # [1,R+extra,D]
-    offsets = torch.cat([neighbourhoods.offsets, neighbourhoods.offsets[-1:].expand(extra)])  # no keys
-    graph_rows = torch.cat([neighbourhoods.graph_rows, neighbourhoods.graph_rows.new_tensor([R + extra])])
-    return rows, Neighbourhoods(offsets, neighbourhoods.keys, graph_rows)
+    offsets = torch.cat([neighborhoods.offsets, neighborhoods.offsets[-1:].expand(extra)])  # no keys
+    graph_rows = torch.cat([neighborhoods.graph_rows, neighborhoods.graph_rows.new_tensor([R + extra])])
+    return rows, Neighborhoods(offsets, neighborhoods.keys, graph_rows)
 
 
-def attend_rows(attention: nn.Module, x: Tensor, memory: Tensor, neighbourhoods: Neighbourhoods) -> Tensor:
+def attend_rows(attention: nn.Module, x: Tensor, memory: Tensor, neighborhoods: Neighborhoods) -> Tensor:
     """``MultiHeadAttention`` ``attention`` from a packed batch's query rows x [1,Rq,D] to its key
     rows memory [1,Rk,D] (``memory`` is ``x`` in self-attention) -> [1,Rq,D], by the kernel."""
     Rq, Rk = x.shape[1], memory.shape[1]
@@ -114,23 +114,23 @@ def attend_rows(attention: nn.Module, x: Tensor, memory: Tensor, neighbourhoods:
     H, d = attention.n_heads, attention.head_dim
     Q = attention.w_query(rows).view(Rq, H, d)
     K, V = (w(key_rows).view(Rk, H, d) for w in (attention.w_key, attention.w_value))
-    heads = neighbour_rows(Q, K, V, neighbourhoods.offsets, neighbourhoods.keys, neighbourhoods.graph_rows,
+    heads = neighbor_rows(Q, K, V, neighborhoods.offsets, neighborhoods.keys, neighborhoods.graph_rows,
                            attention.norm_factor)  # [Rq,H,d]
     return attention.w_out(heads.reshape(1, Rq, attention.embed_dim))
 
 
 def encoder_rows(layers: nn.ModuleList, h: Tensor, adjacency: Tensor, node_mask: Tensor
-                 ) -> tuple[Tensor, Neighbourhoods]:
+                 ) -> tuple[Tensor, Neighborhoods]:
     """The ``Encoder``'s ``layers`` over the batch's real nodes only: h [B,N,D] -> (rows [1,R',D],
-    their ``Neighbourhoods``); row r is the r-th real node in (graph, node) order, R = node_mask's
+    their ``Neighborhoods``); row r is the r-th real node in (graph, node) order, R = node_mask's
     count. In bf16 (or fp16) rows are added up to a multiple of ``ROW_QUANTUM`` (R' >= R;
     ``pad_rows``: oneDNN builds a kernel per matrix shape), else R' = R."""
-    x, neighbourhoods = pack(h, adjacency, node_mask)  # [1,R,D]
+    x, neighborhoods = pack(h, adjacency, node_mask)  # [1,R,D]
     if torch.is_autocast_enabled(x.device.type) or x.dtype in (torch.bfloat16, torch.float16):
-        x, neighbourhoods = pad_rows(x, neighbourhoods, ROW_QUANTUM)  # a few shapes for oneDNN: [1,R',D]
+        x, neighborhoods = pad_rows(x, neighborhoods, ROW_QUANTUM)  # a few shapes for oneDNN: [1,R',D]
     for layer in layers:
-        x, _ = layer(x, neighbourhoods)  # [1,R',D]
-    return x, neighbourhoods
+        x, _ = layer(x, neighborhoods)  # [1,R',D]
+    return x, neighborhoods
 
 
 def trunk_rows(trunk: nn.Module, batch, h: Tensor) -> tuple[Tensor, Tensor, None, None]:
@@ -140,12 +140,12 @@ def trunk_rows(trunk: nn.Module, batch, h: Tensor) -> tuple[Tensor, Tensor, None
     candidates gathered from the rows -> (current [B,1,D], candidates [B,K,D], None, None)."""
     B, N = batch.node_mask.shape
     check_adjacency(h, batch.adjacency)
-    x, neighbourhoods = encoder_rows(trunk.encoder.layers, h, batch.adjacency, batch.node_mask)  # [1,R',D]
+    x, neighborhoods = encoder_rows(trunk.encoder.layers, h, batch.adjacency, batch.node_mask)  # [1,R',D]
     rows = x.squeeze(0)  # [R',D]
     row_of = row_of_nodes(batch.node_mask)  # [B*N]: the row of each real node
     first = torch.arange(B, device=h.device) * N  # [B]: where graph b's nodes start in B*N
     current = rows[row_of[first + batch.current_index]].unsqueeze(0)  # [1,B,D]
-    enhanced, _ = trunk.decoder(current, x, graph_attention(neighbourhoods, B))  # [1,B,D]
+    enhanced, _ = trunk.decoder(current, x, graph_attention(neighborhoods, B))  # [1,B,D]
     current = trunk.current_embedding(torch.cat([enhanced, current], dim=-1)).transpose(0, 1)  # [B,1,D]
     candidates = rows[row_of[first.unsqueeze(1) + batch.candidates]]  # [B,K,D]; an empty slot's is masked
     return current, candidates, None, None

@@ -51,7 +51,7 @@ def test_unknown_key_is_named_with_the_valid_ones():
         ("model.n_heads=four", r"'model.n_heads' must be of type int, got 'four'"),
         ("model.n_heads=true", r"'model.n_heads' must be of type int, got True"),
         ("model.separate_critic=1", r"'model.separate_critic' must be of type bool"),
-        ("model.attention_impl=flash", r"'model.attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbours', 'auto'\]"),
+        ("model.attention_impl=flash", r"'model.attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbors', 'auto'\]"),
         ("ppo.update_dtype=float16", r"'ppo.update_dtype' must be one of \['float32', 'bfloat16'\]"),
         ("model=3", r"'model' is a section"),
         ("model.n_heads=3", r"model.n_heads=3 must divide model.embed_dim=64; allowed head counts: \[1, 2, 4, 8, 16"),
@@ -81,8 +81,10 @@ def test_a_saved_config_with_a_retired_setting_or_value_loads_as_what_does_the_s
     save_config(load_config(None), tmp_path / "config.yaml")
     data = read_yaml_file(tmp_path / "config.yaml")
     data["ppo"]["update_threads"], data["env"]["vector"] = 2, "async"  # as runs saved them before both went
+    data["model"]["attention_impl"] = "neighbours"
     config = saved_config(data, "old.pt")
-    assert config == load_config(None, ["env.vector=processes"]) and data["env"]["vector"] == "async"
+    assert config == load_config(None, ["env.vector=processes", "model.attention_impl=neighbors"])
+    assert data["env"]["vector"] == "async"  # the caller's mapping is left as it was
     with pytest.raises(ConfigError, match="unknown key 'ppo.update_threads'"):
         load_config(None, ["ppo.update_threads=2"])  # a config a user writes today is told
     with pytest.raises(ConfigError, match=r"'env.vector' must be one of \['sync', 'processes', 'ray'\], got 'async'"):

@@ -25,7 +25,8 @@ import config
 from tests.helpers import ROOT
 
 DOCS = ["docs/reading-guide.md", "docs/architecture.md", "docs/floor-plans.md"]
-PROJECT_DIRS = ("bench", "configs", "decoder", "docs", "encoder", "env", "rl", "tests", "viz")
+PROJECT_DIRS = ("bench", "cluster", "configs", "decoder", "docs", "encoder", "env", "evaluation", "experiments",
+                "learning", "planner", "run", "tests", "viz")
 REFERENCE_FILES = {"model.py", "worker.py", "driver.py", "runner.py", "parameter.py", "graph_generator.py",
                    "ground_truth_graph.py", "node.py", "env.py", "agent.py", "local_node_manager_quadtree.py"}
 """Files of the reference code (and of later marmotlab code) the guide names."""

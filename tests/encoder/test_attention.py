@@ -46,7 +46,7 @@ def test_equals_torch_multihead_attention(n_heads, impl):
 
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
-def test_equals_pyg_transformer_conv_on_neighbour_masks(n_heads, impl, make_graph):
+def test_equals_pyg_transformer_conv_on_neighbor_masks(n_heads, impl, make_graph):
     from encoder.graph import adjacency_from_neighbors
     from encoder.sparse import edge_index_from_neighbors
 
@@ -91,10 +91,10 @@ def test_implementations_agree_in_outputs_weights_and_gradients(n_heads):
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_padding_rows_are_exact_zeros_on_the_path_training_takes(n_heads, impl, density, dtype):
     """need_weights=False, as in training, so each implementation runs its own path: SDPA's kernel,
-    the C++ kernel (``neighbours``; ``auto`` on the sparse mask, on the CPU), PyG's scatter
+    the C++ kernel (``neighbors``; ``auto`` on the sparse mask, on the CPU), PyG's scatter
     (``sparse``). A padding row's output, and every gradient of a loss on padding rows alone, are
-    exact zeros. On the CPU, where this runs (on a GPU ``neighbours`` and ``auto`` hand over to SDPA)."""
-    from encoder.attention import prefers_neighbours
+    exact zeros. On the CPU, where this runs (on a GPU ``neighbors`` and ``auto`` hand over to SDPA)."""
+    from encoder.attention import prefers_neighbors
 
     # 40 nodes; about 1 key in 10 allowed ("sparse": auto takes the kernel) or 9 in 10 ("dense": SDPA).
     g = torch.Generator().manual_seed(1)
@@ -104,7 +104,7 @@ def test_padding_rows_are_exact_zeros_on_the_path_training_takes(n_heads, impl, 
     padding = torch.zeros(2, 40, dtype=torch.bool)
     padding[0, 1] = padding[1, -1] = padding[1, 7] = True
     mask[padding] = False
-    assert prefers_neighbours(mask) == (density == "sparse")
+    assert prefers_neighbors(mask) == (density == "sparse")
 
     module = attention_module(n_heads, impl).to(dtype)
     q, kv = q.to(dtype).requires_grad_(), kv.to(dtype).requires_grad_()
@@ -127,7 +127,7 @@ def test_padding_rows_are_exact_zeros_on_the_path_training_takes(n_heads, impl, 
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_padding_rows_are_exact_zeros_with_weights(n_heads, impl, dtype):
-    """need_weights=True (heat maps): ``sdpa``, ``neighbours`` and ``auto`` take the reference path here."""
+    """need_weights=True (heat maps): ``sdpa``, ``neighbors`` and ``auto`` take the reference path here."""
     module = attention_module(n_heads, impl).to(dtype)
     q, kv, mask = make_inputs()
     q, kv = q.to(dtype).requires_grad_(), kv.to(dtype).requires_grad_()
@@ -165,7 +165,7 @@ def test_bad_head_count_names_the_allowed_ones():
 
 
 def test_unknown_implementation_is_an_error():
-    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbours', 'auto'\], got 'flash'"):
+    with pytest.raises(ValueError, match=r"'attention_impl' must be one of \['reference', 'sdpa', 'sparse', 'neighbors', 'auto'\], got 'flash'"):
         MultiHeadAttention(32, 4, attention_impl="flash")
 
 
@@ -186,17 +186,17 @@ def test_auto_takes_the_kernel_only_for_sparse_graphs_and_matches_the_reference(
     from encoder.graph import adjacency_from_neighbors
 
     taken = []
-    monkeypatch.setattr(attention, "neighbour_attention",
-                        lambda *args: taken.append("neighbours") or attention.ATTENTION["neighbours"](*args))
+    monkeypatch.setattr(attention, "neighbor_attention",
+                        lambda *args: taken.append("neighbors") or attention.ATTENTION["neighbors"](*args))
     monkeypatch.setattr(attention, "sdpa_attention",
                         lambda *args: taken.append("sdpa") or attention.ATTENTION["sdpa"](*args))
     reference, auto = attention_module(2, "reference"), attention_module(2, "auto")
     # 5 slots per node (self and up to 4 neighbours): the kernel once 2 x the allowed pairs <= all pairs.
-    for n, path in ((4, "sdpa"), (40, "neighbours")):  # 17 of 32 pairs allowed; about 160 of 3,200
+    for n, path in ((4, "sdpa"), (40, "neighbors")):  # 17 of 32 pairs allowed; about 160 of 3,200
         neighbors, node_mask = make_graph(2, n, 5, seed=n, n_real=[n, n - 1])
         mask = adjacency_from_neighbors(neighbors, node_mask)
-        assert attention.NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR == 2
-        assert attention.prefers_neighbours(mask) == (2 * mask.sum() <= 2 * n * n)
+        assert attention.NEIGHBORS_FROM_KEYS_PER_NEIGHBOR == 2
+        assert attention.prefers_neighbors(mask) == (2 * mask.sum() <= 2 * n * n)
         x = torch.randn(2, n, D, requires_grad=True)
         out, _ = auto(x, mask=mask)
         expected, _ = reference(x, mask=mask)
@@ -213,7 +213,7 @@ def test_auto_falls_back_to_sdpa_with_a_warning_when_the_kernel_cannot_be_built(
     from encoder.graph import adjacency_from_neighbors
 
     monkeypatch.setattr(attention, "kernel_error", lambda: "no compiler here")
-    monkeypatch.setattr(attention, "neighbour_heads", lambda *args: pytest.fail("the kernel was called"))
+    monkeypatch.setattr(attention, "neighbor_heads", lambda *args: pytest.fail("the kernel was called"))
     neighbors, node_mask = make_graph(2, 40, 5, seed=0, n_real=[40, 37])
     mask = adjacency_from_neighbors(neighbors, node_mask)
     x = torch.randn(2, 40, D)

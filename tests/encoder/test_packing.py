@@ -25,12 +25,12 @@ def encoder(impl):
 
 def test_pack_lists_each_real_nodes_allowed_keys_as_rows(make_graph):
     h, adjacency, node_mask = batch(make_graph)
-    x, neighbourhoods = pack(h, adjacency, node_mask)
+    x, neighborhoods = pack(h, adjacency, node_mask)
     assert torch.equal(x[0], h[node_mask])
-    assert neighbourhoods.graph_rows.tolist() == [0, 7, 26, 29, 41]
+    assert neighborhoods.graph_rows.tolist() == [0, 7, 26, 29, 41]
     rows = [(b, i) for b in range(4) for i in range(19) if node_mask[b, i]]  # row r is node rows[r]
     for r, (b, i) in enumerate(rows):
-        keys = neighbourhoods.keys[neighbourhoods.offsets[r]:neighbourhoods.offsets[r + 1]].tolist()
+        keys = neighborhoods.keys[neighborhoods.offsets[r]:neighborhoods.offsets[r + 1]].tolist()
         assert keys == sorted(keys)
         assert [rows[k] for k in keys] == [(b, j) for j in range(19) if adjacency[b, i, j] and node_mask[b, j]]
 
@@ -45,7 +45,7 @@ def outputs_and_grads(model, h, adjacency, node_mask, dtype):
     return [out.float(), x.grad.float(), *(p.grad.float() for p in model.parameters())]
 
 
-@pytest.mark.parametrize("impl", ["auto", "neighbours"])
+@pytest.mark.parametrize("impl", ["auto", "neighbors"])
 def test_packed_encoder_matches_the_reference_path_on_real_nodes(monkeypatch, make_graph, impl):
     """Outputs and every gradient against the padded reference path; the packed path is the one
     taken (``pack`` called), and padding rows come out zero."""
@@ -94,20 +94,20 @@ def test_a_dense_batch_keeps_the_padded_path_under_auto(monkeypatch, make_graph)
 
 def test_a_packed_batch_is_refused_for_weights_or_keys_other_than_values(make_graph):
     h, adjacency, node_mask = batch(make_graph)
-    x, neighbourhoods = pack(h, adjacency, node_mask)
+    x, neighborhoods = pack(h, adjacency, node_mask)
     attention = encoder("auto").layers[0].multi_head_attention
-    assert attention(x, mask=neighbourhoods)[0].shape == x.shape
+    assert attention(x, mask=neighborhoods)[0].shape == x.shape
     for kwargs in ({"k": x}, {"v": x}, {"k": x, "v": x.clone()}, {"need_weights": True}):
         with pytest.raises(ValueError, match="attends without weights"):
-            attention(x, mask=neighbourhoods, **kwargs)
+            attention(x, mask=neighborhoods, **kwargs)
 
 
 def test_one_query_row_a_graph_attends_to_its_graphs_rows_as_the_padded_decoder_mask_does(make_graph):
     """``graph_attention``'s lists: query b over graph b's real rows, against the reference path's
     [B,1,N] mask of real nodes; outputs and the gradients of queries, rows and weights."""
     h, adjacency, node_mask = batch(make_graph, seed=5)
-    x, neighbourhoods = pack(h, adjacency, node_mask)
-    lists = graph_attention(neighbourhoods, 4)
+    x, neighborhoods = pack(h, adjacency, node_mask)
+    lists = graph_attention(neighborhoods, 4)
     assert lists.offsets.tolist() == [0, 7, 26, 29, 41] and torch.equal(lists.keys, torch.arange(41))
     tgt = torch.randn(4, 1, D, generator=torch.Generator().manual_seed(2))
 
@@ -130,15 +130,15 @@ def test_one_query_row_a_graph_attends_to_its_graphs_rows_as_the_padded_decoder_
 
 def test_pad_rows_adds_rows_that_attend_to_nothing_and_change_no_real_row(make_graph):
     h, adjacency, node_mask = batch(make_graph, seed=2)
-    x, neighbourhoods = pack(h, adjacency, node_mask)  # 41 real rows
-    padded, lists = pad_rows(x, neighbourhoods, 16)
+    x, neighborhoods = pack(h, adjacency, node_mask)  # 41 real rows
+    padded, lists = pad_rows(x, neighborhoods, 16)
     assert padded.shape == (1, 48, D) and torch.equal(padded[0, 41:], torch.zeros(7, D))
-    assert torch.equal(lists.offsets[:42], neighbourhoods.offsets) and torch.equal(lists.keys, neighbourhoods.keys)
-    assert lists.offsets[41:].tolist() == [len(neighbourhoods.keys)] * 8  # the added rows: no keys
-    assert lists.graph_rows.tolist() == [*neighbourhoods.graph_rows.tolist(), 48]  # a graph of their own
+    assert torch.equal(lists.offsets[:42], neighborhoods.offsets) and torch.equal(lists.keys, neighborhoods.keys)
+    assert lists.offsets[41:].tolist() == [len(neighborhoods.keys)] * 8  # the added rows: no keys
+    assert lists.graph_rows.tolist() == [*neighborhoods.graph_rows.tolist(), 48]  # a graph of their own
     assert pad_rows(padded, lists, 16)[0] is padded  # a multiple already: as it is
-    layer = encoder("neighbours").layers[0]
-    torch.testing.assert_close(layer(padded, lists)[0][:, :41], layer(x, neighbourhoods)[0], rtol=1e-6, atol=1e-6)
+    layer = encoder("neighbors").layers[0]
+    torch.testing.assert_close(layer(padded, lists)[0][:, :41], layer(x, neighborhoods)[0], rtol=1e-6, atol=1e-6)
 
 
 def test_the_encoder_pads_packed_rows_in_bf16_only_and_real_nodes_keep_their_outputs(make_graph):

@@ -13,7 +13,7 @@ import planner.imitation as imitation
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
 from evaluation.play import load_policy
-from experiments import best_move, headroom, imitation_fit, neighbour_crossover, padding_trim, size_buckets
+from experiments import best_move, headroom, imitation_fit, neighbor_crossover, padding_trim, size_buckets
 from graph_batch import forward_each
 from planner.imitation import Labelled, fit_on
 from planner.lookahead import travel_after
@@ -30,7 +30,7 @@ from tests.map_folders import MAP_ORDER, write_maps
      "travel revealed_2_noise_0.1_worlds_2 / greedy:"),
     (best_move, ["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16", "--reveal", "2"],
      "| agent right | greedy right | planner right | revealed_2 right | share of the agent's regret |"),
-    (neighbour_crossover, ["--nodes", "8", "--degrees", "2", "8", "--rounds", "1", "--repeats", "1"],
+    (neighbor_crossover, ["--nodes", "8", "--degrees", "2", "8", "--rounds", "1", "--repeats", "1"],
      "N=   8 degree=  8 (N / degree  1.0): kernel speed over SDPA"),
 
 ])

@@ -25,7 +25,7 @@
 // Head dim 16 (the reference's 128 / 8, this project's 64 / 4) is compiled as a constant, which
 // lets the compiler unroll the per-head loops: 1.3x the speed of the general loop on the dev VM.
 //
-// Only the headers the kernel uses, and torch's operator registry (torch.ops.neighbour_attention)
+// Only the headers the kernel uses, and torch's operator registry (torch.ops.neighbor_attention)
 // rather than pybind11: with the whole of <torch/extension.h> the first build took 54-58 s on the
 // AVX2 dev VM, with these 18-20 s (docs/performance.md, "The neighbour kernel").
 #define TORCH_ASSERT_ONLY_METHOD_OPERATORS
@@ -112,7 +112,7 @@ std::vector<at::Tensor> forward_impl(const at::Tensor& Q, const at::Tensor& K, c
   const int64_t rows = Q.size(0), H = Q.size(1), d = kHeadDim ? kHeadDim : Q.size(2);
   at::Tensor out = at::empty_like(Q);
   at::Tensor probs = at::empty({keys.size(0), H}, Q.options().dtype(at::toOpMathType(Q.scalar_type())));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, Q.scalar_type(), "neighbour_attention_forward", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, Q.scalar_type(), "neighbor_attention_forward", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const scalar_t *q = Q.const_data_ptr<scalar_t>(), *k = K.const_data_ptr<scalar_t>(),
                    *v = V.const_data_ptr<scalar_t>();
@@ -168,7 +168,7 @@ std::vector<at::Tensor> backward_impl(const at::Tensor& dout, const at::Tensor& 
   at::Tensor dQ = at::empty(Q.sizes(), Q.options().dtype(acc_type));
   at::Tensor dK = at::zeros(K.sizes(), K.options().dtype(acc_type));  // rows of no graph stay 0
   at::Tensor dV = at::zeros(V.sizes(), V.options().dtype(acc_type));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, Q.scalar_type(), "neighbour_attention_backward", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, Q.scalar_type(), "neighbor_attention_backward", [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const scalar_t *q = Q.const_data_ptr<scalar_t>(), *k = K.const_data_ptr<scalar_t>(),
                    *v = V.const_data_ptr<scalar_t>(), *o = out.const_data_ptr<scalar_t>(),
@@ -216,8 +216,8 @@ std::vector<at::Tensor> backward(const at::Tensor& dout, const at::Tensor& Q, co
 
 }  // namespace
 
-// torch.ops.neighbour_attention.<name>; the schemas are read off the C++ signatures.
-TORCH_LIBRARY(neighbour_attention, m) {
+// torch.ops.neighbor_attention.<name>; the schemas are read off the C++ signatures.
+TORCH_LIBRARY(neighbor_attention, m) {
   m.def("csr_from_mask", &csr_from_mask);  // (mask [B,Nq,Nk]) -> [offsets [B*Nq+1], keys [E]]
   m.def("forward", &forward);              // (Q, K, V, offsets, keys, scale) -> [out, probs]
   m.def("backward", &backward);            // (dout, Q, K, V, out, offsets, keys, probs, query_graphs, scale)

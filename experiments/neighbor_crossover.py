@@ -1,12 +1,12 @@
 """Benchmark: where the neighbour kernel beats SDPA, by graph size and degree (attention alone).
 
-    python -m experiments.neighbour_crossover [--nodes 16 32 64 128 256] [--degrees 4 9 20 32 64] [--rounds 2]
+    python -m experiments.neighbor_crossover [--nodes 16 32 64 128 256] [--degrees 4 9 20 32 64] [--rounds 2]
 
 For each N and each degree below N, one batch of about 4,096 query nodes (8 heads of 16, the
 reference's), each node allowed exactly that many keys picked at random, every node real. Both
-``neighbour_attention`` and ``sdpa_attention`` run forward + backward on the same Q, K, V and
+``neighbor_attention`` and ``sdpa_attention`` run forward + backward on the same Q, K, V and
 mask; each round prints the speed of the kernel over SDPA (median of ``--repeats`` passes). The
-ratio falls as the degree approaches N: ``encoder.attention.NEIGHBOURS_FROM_KEYS_PER_NEIGHBOUR``
+ratio falls as the degree approaches N: ``encoder.attention.NEIGHBORS_FROM_KEYS_PER_NEIGHBOR``
 is where ``auto`` switches. Run it alone.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import argparse
 import torch
 
 from bench.encoder_vs_torch import seconds_per_pass
-from encoder.attention import neighbour_attention, sdpa_attention
+from encoder.attention import neighbor_attention, sdpa_attention
 
 HEADS, HEAD_DIM, QUERIES = 8, 16, 4096
 
@@ -47,7 +47,7 @@ def main() -> None:
             def timed(attend):
                 return seconds_per_pass(lambda: attend(Q, K, V, mask, 0.25)[0].backward(grad), args.repeats)
 
-            ratios = [timed(sdpa_attention) / timed(neighbour_attention) for _ in range(args.rounds)]
+            ratios = [timed(sdpa_attention) / timed(neighbor_attention) for _ in range(args.rounds)]
             print(f"N={n:>4} degree={degree:>3} (N / degree {n / degree:4.1f}): kernel speed over SDPA "
                   + " ".join(f"{r:.2f}" for r in ratios), flush=True)
 

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from encoder import neighbour_kernel
-from encoder.attention import neighbour_attention, reference_attention
-from encoder.neighbour_kernel import NeighbourAttentionFunction
+from encoder import neighbor_kernel
+from encoder.attention import neighbor_attention, reference_attention
+from encoder.neighbor_kernel import NeighborAttentionFunction
 
 
 def attention_inputs(B=3, H=4, Nq=9, Nk=11, d=16, dtype=torch.float64, seed=0):
@@ -27,7 +27,7 @@ def test_equals_the_reference_attention_in_outputs_and_gradients(head_dim, shape
     Q, K, V, mask = attention_inputs(Nq=shape[0], Nk=shape[1], d=head_dim)
     weights = torch.randn(Q.shape, dtype=Q.dtype)  # a loss that weighs every output differently
     results = []
-    for attend in (lambda *x: neighbour_attention(*x)[0], lambda *x: reference_attention(*x)[0]):
+    for attend in (lambda *x: neighbor_attention(*x)[0], lambda *x: reference_attention(*x)[0]):
         inputs = [x.clone().requires_grad_() for x in (Q, K, V)]
         out = attend(*inputs, mask, 0.3)
         (out * weights).sum().backward()
@@ -38,10 +38,10 @@ def test_equals_the_reference_attention_in_outputs_and_gradients(head_dim, shape
 
 def on_rows(Q, K, V, mask, scale):
     """The autograd node on the rows of a padded batch: Q [B,Nq,H,d], K and V [B,Nk,H,d]."""
-    offsets, keys = neighbour_kernel.load_kernel().csr_from_mask(mask)
+    offsets, keys = neighbor_kernel.load_kernel().csr_from_mask(mask)
     B, Nq, H, d = Q.shape
     rows = (x.reshape(-1, H, d) for x in (Q, K, V))
-    return NeighbourAttentionFunction.apply(*rows, offsets, keys, torch.arange(B + 1) * Nq, scale)
+    return NeighborAttentionFunction.apply(*rows, offsets, keys, torch.arange(B + 1) * Nq, scale)
 
 
 @pytest.mark.parametrize("head_dim", [16, 8])
@@ -53,7 +53,7 @@ def test_gradients_pass_gradcheck(head_dim):
 
 def test_csr_lists_each_querys_allowed_key_rows_in_ascending_order():
     _, _, _, mask = attention_inputs(B=2, Nq=4, Nk=5)
-    offsets, keys = neighbour_kernel.load_kernel().csr_from_mask(mask)
+    offsets, keys = neighbor_kernel.load_kernel().csr_from_mask(mask)
     b, i, j = mask.nonzero(as_tuple=True)  # row-major: by graph, then query, then key
     assert torch.equal(keys, b * 5 + j)
     assert torch.equal(offsets, torch.cat([torch.zeros(1, dtype=torch.long), mask.sum(-1).flatten().cumsum(0)]))
@@ -64,7 +64,7 @@ def test_rows_without_keys_are_exact_zeros_and_the_rest_match_fp64(dtype):
     Q, K, V, mask = attention_inputs()
     mask[1] = False  # a whole graph of padding too
     inputs = [x.to(dtype).requires_grad_() for x in (Q, K, V)]
-    out, _ = neighbour_attention(*inputs, mask, 0.25)
+    out, _ = neighbor_attention(*inputs, mask, 0.25)
     out.float().square().sum().backward()
     for tensor in [out] + [x.grad for x in inputs]:
         assert tensor.dtype == dtype and torch.isfinite(tensor).all()
@@ -87,7 +87,7 @@ def test_results_do_not_depend_on_the_thread_count():
         for n in (1, 2):
             torch.set_num_threads(n)
             inputs = [x.clone().requires_grad_() for x in (Q, K, V)]
-            out, _ = neighbour_attention(*inputs, mask, 0.25)
+            out, _ = neighbor_attention(*inputs, mask, 0.25)
             out.sum().backward()
             results.append([out] + [x.grad for x in inputs])
     finally:
@@ -99,54 +99,54 @@ def test_results_do_not_depend_on_the_thread_count():
 def test_without_autograd_the_outputs_are_the_same_bit_for_bit():
     """A rollout's forward passes skip the autograd node; they must not change a single bit."""
     Q, K, V, mask = attention_inputs(dtype=torch.float32)
-    with_graph, _ = neighbour_attention(*(x.clone().requires_grad_() for x in (Q, K, V)), mask, 0.25)
+    with_graph, _ = neighbor_attention(*(x.clone().requires_grad_() for x in (Q, K, V)), mask, 0.25)
     with torch.no_grad():
-        without, _ = neighbour_attention(Q, K, V, mask, 0.25)
+        without, _ = neighbor_attention(Q, K, V, mask, 0.25)
     assert with_graph.grad_fn is not None and without.grad_fn is None
     assert torch.equal(with_graph.detach(), without)
 
 
 def test_bad_shapes_are_refused_with_the_expected_shape():
     Q, K, V, mask = attention_inputs(dtype=torch.float32)
-    offsets, keys = neighbour_kernel.load_kernel().csr_from_mask(mask)
+    offsets, keys = neighbor_kernel.load_kernel().csr_from_mask(mask)
     Q, K, V = (x.transpose(1, 2).reshape(-1, 4, 16) for x in (Q, K, V))  # 27 query rows, 33 key rows
     graphs = torch.tensor([0, 9, 18, 27])
     with pytest.raises(RuntimeError, match=r"offsets must be \[rows of Q \+ 1\] = \[28\], got \[27\]"):
-        NeighbourAttentionFunction.apply(Q, K, V, offsets[:-1], keys, graphs, 0.25)
+        NeighborAttentionFunction.apply(Q, K, V, offsets[:-1], keys, graphs, 0.25)
     with pytest.raises(RuntimeError, match="must agree in H and d"):
-        NeighbourAttentionFunction.apply(Q[..., :8].contiguous(), K, V, offsets, keys, graphs, 0.25)
+        NeighborAttentionFunction.apply(Q[..., :8].contiguous(), K, V, offsets, keys, graphs, 0.25)
     with pytest.raises(RuntimeError, match=r"keys must hold offsets\[-1\] = \d+ entries"):
-        NeighbourAttentionFunction.apply(Q, K, V, offsets, keys[1:], graphs, 0.25)
+        NeighborAttentionFunction.apply(Q, K, V, offsets, keys[1:], graphs, 0.25)
 
 
 def test_a_kernel_that_cannot_be_built_gives_the_reason_and_the_way_out(monkeypatch, tmp_path):
-    broken = tmp_path / "neighbour_attention.cpp"
+    broken = tmp_path / "neighbor_attention.cpp"
     broken.write_text('#error "deliberately broken"\n')
-    monkeypatch.setattr(neighbour_kernel, "SOURCE", broken)
-    monkeypatch.setattr(neighbour_kernel, "NAME", "broken_neighbour_attention")  # keeps torch's versions apart
+    monkeypatch.setattr(neighbor_kernel, "SOURCE", broken)
+    monkeypatch.setattr(neighbor_kernel, "NAME", "broken_neighbor_attention")  # keeps torch's versions apart
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "build"))
-    neighbour_kernel._build_or_load.cache_clear()
+    neighbor_kernel._build_or_load.cache_clear()
     try:
-        error = neighbour_kernel.kernel_error()
+        error = neighbor_kernel.kernel_error()
         with pytest.raises(RuntimeError, match="could not be built") as raised:
-            neighbour_kernel.load_kernel()
+            neighbor_kernel.load_kernel()
     finally:
-        neighbour_kernel._build_or_load.cache_clear()  # the real kernel for the tests that follow
+        neighbor_kernel._build_or_load.cache_clear()  # the real kernel for the tests that follow
     assert error == str(raised.value)
     assert str(tmp_path / "build") in error and "model.attention_impl: sdpa needs no compiler" in error
 
 
 def test_builds_are_kept_apart_by_python_torch_and_instruction_set(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    folder = neighbour_kernel.build_directory()
+    folder = neighbor_kernel.build_directory()
     assert folder.parent.parent == tmp_path
     assert torch.__version__.replace("+", "_") in folder.parent.name
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "DEFAULT")
-    assert neighbour_kernel.compiler_flags() == ["-O3", "-fopenmp"]
-    assert neighbour_kernel.build_directory() == folder.with_name("neighbour_attention_baseline")
+    assert neighbor_kernel.compiler_flags() == ["-O3", "-fopenmp"]
+    assert neighbor_kernel.build_directory() == folder.with_name("neighbor_attention_baseline")
     monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
-    assert neighbour_kernel.compiler_flags()[-2:] == ["-mavx2", "-mfma"]
-    assert neighbour_kernel.build_directory() == folder.with_name("neighbour_attention_avx2")
+    assert neighbor_kernel.compiler_flags()[-2:] == ["-mavx2", "-mfma"]
+    assert neighbor_kernel.build_directory() == folder.with_name("neighbor_attention_avx2")
 
 
 def test_every_copy_of_the_code_compiles_the_same_staged_source(monkeypatch, tmp_path):
@@ -154,27 +154,27 @@ def test_every_copy_of_the_code_compiles_the_same_staged_source(monkeypatch, tmp
     too), so ninja sees the same command and rebuilds only when the source's content changes."""
     folder = tmp_path / "build"
     folder.mkdir()
-    checkouts = [tmp_path / "checkout" / str(i) / "neighbour_attention.cpp" for i in range(2)]
+    checkouts = [tmp_path / "checkout" / str(i) / "neighbor_attention.cpp" for i in range(2)]
     for source in checkouts:
         source.parent.mkdir(parents=True)
         source.write_text("// version 1\n")
-    monkeypatch.setattr(neighbour_kernel, "SOURCE", checkouts[0])
-    staged = neighbour_kernel.staged_source(folder)
-    assert staged == folder / "neighbour_attention.cpp" and staged.read_text() == "// version 1\n"
+    monkeypatch.setattr(neighbor_kernel, "SOURCE", checkouts[0])
+    staged = neighbor_kernel.staged_source(folder)
+    assert staged == folder / "neighbor_attention.cpp" and staged.read_text() == "// version 1\n"
     written = staged.stat().st_mtime_ns
-    monkeypatch.setattr(neighbour_kernel, "SOURCE", checkouts[1])
-    assert neighbour_kernel.staged_source(folder) == staged
+    monkeypatch.setattr(neighbor_kernel, "SOURCE", checkouts[1])
+    assert neighbor_kernel.staged_source(folder) == staged
     assert staged.stat().st_mtime_ns == written  # the same content: not rewritten, so nothing to rebuild
     checkouts[1].write_text("// version 2\n")
-    assert neighbour_kernel.staged_source(folder).read_text() == "// version 2\n"
-    assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]  # no partial file left
+    assert neighbor_kernel.staged_source(folder).read_text() == "// version 2\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["neighbor_attention.cpp"]  # no partial file left
 
 
 def test_the_loaded_kernel_was_compiled_from_the_staged_source():
-    neighbour_kernel.load_kernel()
-    folder = neighbour_kernel.build_directory()
-    assert f"compile {folder / 'neighbour_attention.cpp'}\n" in (folder / "build.ninja").read_text()
-    assert (folder / "neighbour_attention.cpp").read_bytes() == neighbour_kernel.SOURCE.read_bytes()
+    neighbor_kernel.load_kernel()
+    folder = neighbor_kernel.build_directory()
+    assert f"compile {folder / 'neighbor_attention.cpp'}\n" in (folder / "build.ninja").read_text()
+    assert (folder / "neighbor_attention.cpp").read_bytes() == neighbor_kernel.SOURCE.read_bytes()
 
 
 def test_a_source_staged_meanwhile_by_another_process_is_kept_as_it_is(monkeypatch, tmp_path):
@@ -182,11 +182,11 @@ def test_a_source_staged_meanwhile_by_another_process_is_kept_as_it_is(monkeypat
     first one's file, time included, so the build the first starts is not followed by another."""
     folder = tmp_path / "build"
     folder.mkdir()
-    source = tmp_path / "checkout" / "neighbour_attention.cpp"
+    source = tmp_path / "checkout" / "neighbor_attention.cpp"
     source.parent.mkdir()
     source.write_text("// version 1\n")
-    monkeypatch.setattr(neighbour_kernel, "SOURCE", source)
-    staged = folder / "neighbour_attention.cpp"
+    monkeypatch.setattr(neighbor_kernel, "SOURCE", source)
+    staged = folder / "neighbor_attention.cpp"
     write_bytes = Path.write_bytes
 
     def the_other_process_stages_first(self, data):
@@ -196,9 +196,9 @@ def test_a_source_staged_meanwhile_by_another_process_is_kept_as_it_is(monkeypat
         return write_bytes(self, data)
 
     monkeypatch.setattr(Path, "write_bytes", the_other_process_stages_first)
-    assert neighbour_kernel.staged_source(folder) == staged
+    assert neighbor_kernel.staged_source(folder) == staged
     assert staged.stat().st_mtime_ns == 10**18 and staged.read_text() == "// version 1\n"
-    assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]  # no partial file left
+    assert sorted(p.name for p in folder.iterdir()) == ["neighbor_attention.cpp"]  # no partial file left
 
 
 def test_a_file_system_without_hard_links_still_gets_the_source(monkeypatch, tmp_path):
@@ -206,13 +206,13 @@ def test_a_file_system_without_hard_links_still_gets_the_source(monkeypatch, tmp
         raise PermissionError(1, "Operation not permitted")
 
     monkeypatch.setattr(os, "link", no_links)
-    source = tmp_path / "neighbour_attention.cpp"
+    source = tmp_path / "neighbor_attention.cpp"
     source.write_text("// version 1\n")
-    monkeypatch.setattr(neighbour_kernel, "SOURCE", source)
+    monkeypatch.setattr(neighbor_kernel, "SOURCE", source)
     folder = tmp_path / "build"
     folder.mkdir()
-    assert neighbour_kernel.staged_source(folder).read_text() == "// version 1\n"
-    assert sorted(p.name for p in folder.iterdir()) == ["neighbour_attention.cpp"]
+    assert neighbor_kernel.staged_source(folder).read_text() == "// version 1\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["neighbor_attention.cpp"]
 
 
 def test_a_lock_left_by_a_killed_load_does_not_stop_the_next(monkeypatch, tmp_path):
@@ -221,20 +221,20 @@ def test_a_lock_left_by_a_killed_load_does_not_stop_the_next(monkeypatch, tmp_pa
     import torch.utils.cpp_extension
 
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    folder = neighbour_kernel.build_directory()
+    folder = neighbor_kernel.build_directory()
     folder.mkdir(parents=True)
-    (folder / neighbour_kernel.TORCH_LOCK).touch()  # what a killed process leaves
+    (folder / neighbor_kernel.TORCH_LOCK).touch()  # what a killed process leaves
     seen = []
 
     def load(**kwargs):  # stands in for the compiler: notes what torch's lock would find
-        seen.append((folder / neighbour_kernel.TORCH_LOCK).exists())
+        seen.append((folder / neighbor_kernel.TORCH_LOCK).exists())
 
     monkeypatch.setattr(torch.utils.cpp_extension, "load", load)
-    neighbour_kernel._build_or_load.cache_clear()
+    neighbor_kernel._build_or_load.cache_clear()
     try:
-        assert neighbour_kernel.kernel_error() is None
+        assert neighbor_kernel.kernel_error() is None
     finally:
-        neighbour_kernel._build_or_load.cache_clear()  # the real kernel for the tests that follow
+        neighbor_kernel._build_or_load.cache_clear()  # the real kernel for the tests that follow
     assert seen == [False]
 
 
@@ -245,7 +245,7 @@ def test_the_build_lock_excludes_other_processes_and_dies_with_its_holder(tmp_pa
     import sys
 
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; from encoder.neighbour_kernel import "
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from encoder.neighbor_kernel import "
          "build_lock\nwith build_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(600)",
          str(tmp_path)], stdout=subprocess.PIPE, text=True, cwd=Path(__file__).parents[2])
     try:
@@ -268,7 +268,7 @@ def test_without_file_locks_torchs_own_lock_alone_guards_the_build(monkeypatch, 
     def no_locks(*args):
         raise OSError(errno.ENOLCK, "no locks available")
 
-    monkeypatch.setattr(neighbour_kernel.fcntl, "flock", no_locks)
-    (tmp_path / neighbour_kernel.TORCH_LOCK).touch()  # unknown: another process may be building
-    with neighbour_kernel.build_lock(tmp_path):
-        assert (tmp_path / neighbour_kernel.TORCH_LOCK).exists()  # not ours to remove without our lock
+    monkeypatch.setattr(neighbor_kernel.fcntl, "flock", no_locks)
+    (tmp_path / neighbor_kernel.TORCH_LOCK).touch()  # unknown: another process may be building
+    with neighbor_kernel.build_lock(tmp_path):
+        assert (tmp_path / neighbor_kernel.TORCH_LOCK).exists()  # not ours to remove without our lock

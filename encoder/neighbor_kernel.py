@@ -1,4 +1,4 @@
-"""The compiled neighbour-attention kernel (``neighbour_attention.cpp``): building it, and its autograd.
+"""The compiled neighbour-attention kernel (``neighbor_attention.cpp``): building it, and its autograd.
 
 Dense attention costs O(Nq x Nk) per graph whatever the mask; this kernel visits only the allowed
 (query, key) pairs, O(Nq x degree). It is C++ for the CPU, built by ``torch.utils.cpp_extension``
@@ -6,7 +6,7 @@ with the machine's C++ compiler the first time it is used (18-20 s on the 2-core
 loaded from the build folder after that, by every process: a training's Ray workers too (one
 builds while the others wait, ``build_lock``; a process killed meanwhile blocks none of them). A
 machine without a compiler still runs: ``auto`` falls back to SDPA with a warning, and only an
-explicit ``attention_impl: neighbours`` fails.
+explicit ``attention_impl: neighbors`` fails.
 
 Shapes as in ``encoder.attention``: B batch, Nq queries, Nk keys, H heads, d head dim.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-NAME = "neighbour_attention"
+NAME = "neighbor_attention"
 SOURCE = Path(__file__).with_name(f"{NAME}.cpp")
 VECTOR_FLAGS = ["-mavx2", "-mfma"]
 """Where torch found AVX2 on this CPU (``torch.backends.cpu.get_cpu_capability()``): 8 floats per
@@ -64,7 +64,7 @@ _LOADING = threading.Lock()
 
 
 def load_kernel():
-    """The kernel's operators (``torch.ops.neighbour_attention``: ``csr_from_mask``, ``forward`` and
+    """The kernel's operators (``torch.ops.neighbor_attention``: ``csr_from_mask``, ``forward`` and
     ``backward``), built on the first call of the process if the build folder has none. Raises
     RuntimeError, with the compiler's reason, when it cannot be built; the outcome, either way, is
     kept for the rest of the process. Threads of one process wait for the first to finish
@@ -161,7 +161,7 @@ def _build_or_load():
                       f"model.attention_impl: sdpa needs no compiler")
 
 
-class NeighbourAttentionFunction(torch.autograd.Function):
+class NeighborAttentionFunction(torch.autograd.Function):
     """The kernel's forward and backward as one autograd node, over rows of nodes.
 
     Takes Q [Rq,H,d], K and V [Rk,H,d] (contiguous), the allowed pairs in CSR form (the keys of
@@ -186,18 +186,18 @@ class NeighbourAttentionFunction(torch.autograd.Function):
         return dQ, dK, dV, None, None, None, None
 
 
-def neighbour_rows(Q: Tensor, K: Tensor, V: Tensor, offsets: Tensor, keys: Tensor, query_graphs: Tensor,
+def neighbor_rows(Q: Tensor, K: Tensor, V: Tensor, offsets: Tensor, keys: Tensor, query_graphs: Tensor,
                    norm_factor: float) -> Tensor:
-    """``NeighbourAttentionFunction`` on rows: Q [Rq,H,d], K and V [Rk,H,d] -> heads [Rq,H,d]; a
+    """``NeighborAttentionFunction`` on rows: Q [Rq,H,d], K and V [Rk,H,d] -> heads [Rq,H,d]; a
     query with no allowed key gets zeros. Without autograd (a rollout's forward passes) no node is
     built (about 3 us of 14 a call)."""
     Q, K, V = (x.contiguous() for x in (Q, K, V))
     if torch.is_grad_enabled() and (Q.requires_grad or K.requires_grad or V.requires_grad):
-        return NeighbourAttentionFunction.apply(Q, K, V, offsets, keys, query_graphs, norm_factor)
+        return NeighborAttentionFunction.apply(Q, K, V, offsets, keys, query_graphs, norm_factor)
     return load_kernel().forward(Q, K, V, offsets, keys, norm_factor)[0]
 
 
-def neighbour_heads(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
+def neighbor_heads(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: float) -> Tensor:
     """Q [B,H,Nq,d], K and V [B,H,Nk,d] (``MultiHeadAttention``'s layout), mask [B,Nq,Nk] bool
     -> heads [B,H,Nq,d], by the kernel; a query with no allowed key gets zeros.
 
@@ -209,5 +209,5 @@ def neighbour_heads(Q: Tensor, K: Tensor, V: Tensor, mask: Tensor, norm_factor: 
     offsets, keys = load_kernel().csr_from_mask(mask.contiguous())
     query_graphs = torch.arange(B + 1) * Nq
     Q, K, V = (x.transpose(1, 2).reshape(-1, H, d) for x in (Q, K, V))  # [B*N,H,d]
-    heads = neighbour_rows(Q, K, V, offsets, keys, query_graphs, norm_factor)
+    heads = neighbor_rows(Q, K, V, offsets, keys, query_graphs, norm_factor)
     return heads.view(B, Nq, H, d).transpose(1, 2)  # [B,H,Nq,d]
