@@ -89,8 +89,8 @@ class EnvConfig:
     """Envs whose observations share one forward pass while collecting: envs 0-3, 4-7, ... for 4
     (the last group may be smaller). A group's actions depend on its own observations alone, and
     the worker processes or Ray actors each take whole groups, so the rollout
-    is still the same however they are split. 1 gives every env its own pass: 1.7-2.2x the forward
-    time on floor plans (docs/performance.md, "Forward passes in groups of envs")."""
+    is still the same however they are split. 1 gives every env its own pass, which costs forward
+    time (docs/performance.md)."""
 
     @property
     def n_forward_groups(self) -> int:
@@ -157,11 +157,9 @@ class PPOConfig:
     docs/performance.md)."""
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
-    ``trunk_dtype``, ``torch.autocast``): bfloat16 makes the update about 1.3x faster on CPUs with
-    bf16 instructions (AVX-512 BF16, AMX; docs/performance.md), but five default runs trained with
-    it travel about 1% longer per map than float32's five (docs/results.md section 1); the
-    weights, Adam, the logits and the losses stay float32. Collection and evaluation always run float32: one observation at a
-    time, bf16 is slower on the CPU. On a GPU float32 was faster (an H200; docs/performance.md)."""
+    ``trunk_dtype``, ``torch.autocast``): faster on CPUs with bf16 instructions, but its agents
+    travel longer per map (docs/performance.md, docs/results.md section 1); the weights, Adam,
+    the logits and the losses stay float32. Collection and evaluation always run float32."""
 
     def __post_init__(self) -> None:
         for name in ("total_timesteps", "num_steps", "num_minibatches", "update_epochs", "size_buckets"):

@@ -97,10 +97,8 @@ NEIGHBORS_FROM_KEYS_PER_NEIGHBOR = 2
 """``auto`` takes the kernel when the mask allows at most one (query, key) pair in this many.
 
 The kernel's cost grows with the allowed pairs (a query with none costs nothing), SDPA's with all
-B x Nq x Nk pairs at a higher rate per pair. Attention alone, forward + backward, 8 heads of 16,
-on the 2-core CPU of docs/performance.md ("When the kernel wins"), the kernel's speed over
-SDPA's: 2.5x at 64 nodes of 9 neighbours, 1.5x at 64 of 20, 1.1x at 64 of 32 and 1.0x at 128 of
-64 (half the pairs), 0.6-0.8x where every pair is allowed."""
+B x Nq x Nk pairs at a higher rate per pair: the two break even near half the pairs allowed
+(``python -m experiments.neighbor_crossover``; docs/performance.md, "When the kernel wins")."""
 
 
 def prefers_neighbors(mask: Tensor) -> bool:

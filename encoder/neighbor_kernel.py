@@ -2,7 +2,7 @@
 
 Dense attention costs O(Nq x Nk) per graph whatever the mask; this kernel visits only the allowed
 (query, key) pairs, O(Nq x degree). It is C++ for the CPU, built by ``torch.utils.cpp_extension``
-with the machine's C++ compiler the first time it is used (18-20 s on the 2-core AVX2 VM) and
+with the machine's C++ compiler the first time it is used (about 20 s, once) and
 loaded from the build folder after that, by every process: a training's Ray workers too (one
 builds while the others wait, ``build_lock``; a process killed meanwhile blocks none of them). A
 machine without a compiler still runs: ``auto`` falls back to SDPA with a warning, and only an
@@ -31,9 +31,8 @@ NAME = "neighbor_attention"
 SOURCE = Path(__file__).with_name(f"{NAME}.cpp")
 VECTOR_FLAGS = ["-mavx2", "-mfma"]
 """Where torch found AVX2 on this CPU (``torch.backends.cpu.get_cpu_capability()``): 8 floats per
-instruction instead of SSE2's 4, and fused multiply-adds. The backward ran 1.5x as fast with them
-on the dev VM; ``-march=native`` (AVX-512 there) was slower than these two, and so were AVX-512
-builds on an Intel Xeon with AVX-512 (docs/performance.md, "An Intel VM with AMX")."""
+instruction instead of SSE2's 4, and fused multiply-adds; faster than SSE2 and than AVX-512
+builds (docs/performance.md)."""
 
 
 def has_avx2() -> bool:

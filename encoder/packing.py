@@ -90,10 +90,9 @@ def pad_rows(x: Tensor, neighborhoods: Neighborhoods, quantum: int) -> tuple[Ten
     outputs are unchanged, and the caller drops the added rows after the layers.
 
     Why: bf16 products on the CPU go to oneDNN, which builds a kernel for every new matrix shape
-    and keeps it. A packed batch's R differs in nearly every minibatch, so a bf16 training kept
-    building kernels and its update slowed as it went (2.85 s to 3.7 s over 30 updates of one
-    rollout); with R a multiple of 256 it stays at 2.5 s (docs/performance.md). float32 products
-    (MKL) do not depend on the shape this way, and are left unpadded.
+    and keeps it. A packed batch's R differs in nearly every minibatch, so without this a bf16
+    training keeps building kernels and its update slows as it goes (docs/performance.md).
+    float32 products (MKL) do not depend on the shape this way, and are left unpadded.
     """
     R = x.shape[1]
     extra = -R % quantum

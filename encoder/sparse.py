@@ -4,9 +4,9 @@ The dense paths cost O(N^2) per graph whatever the graph's degree; this one cost
 also an independent cross-check: it shares no softmax or masking code with the dense paths.
 PyG's convention is kept: ``edge_index[0]`` is the source (the key j), ``edge_index[1]`` the
 target (the query i), and messages flow j -> i. PyG is imported by the functions that use it: its
-import takes 2.4 s (it loads ``torch._dynamo``), which every process that builds the model (an
+import takes seconds (it loads ``torch._dynamo``), which every process that builds the model (an
 evaluation, each Ray rollout worker, each test subprocess) would otherwise pay for a path it
-rarely takes (docs/performance.md, "Start-up: imports, Ray, and the test suite again").
+rarely takes.
 
 Shape legend: B batch, N nodes, K neighbour slots, E edges, H heads, d head dim, F features.
 """

@@ -33,10 +33,8 @@ def env_start_method() -> str | None:
     ``bench.collector_speed``, forked inside its Ray session, hung in gRPC's clean-up during its
     first reset), so there a worker is forked from this process's fork server instead: a fresh
     interpreter that runs no thread, started once (``start_fork_server``) with the workers' modules
-    imported. A smoke training whose rollout worker starts so takes about 1 s longer than with a
-    fork; with a fresh interpreter each (``spawn``, which this replaced) it took about 5 s longer
-    (docs/performance.md, "Workers forked from a fork server where Ray runs"). Ray is only looked
-    up, never imported, here."""
+    imported: cheaper than a fresh interpreter per worker (``spawn``, docs/performance.md). Ray is
+    only looked up, never imported, here."""
     ray = sys.modules.get("ray")
     if ray is None or not ray.is_initialized():
         return None
