@@ -14,7 +14,6 @@ or ``--opening`` alone change the planner the file carries, its predictor as it 
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,7 +22,7 @@ from config import ConfigError
 from planner.predictor import MapPredictor
 from planner.predictor_files import load_predictor, predictor_from_state, read_predictor_file
 from run.checkpoint import CheckpointError
-from run.pretrained import carried_planner, export, read_weights
+from run.pretrained import carried_planner, export, export_parser, read_weights
 
 DEFAULT_PRIOR_WEIGHT = 0.5
 """The planner's weight on the agent's log-probability in an unopened guess, chosen on the first
@@ -107,11 +106,7 @@ def planner_for(source: Path | None, predictor: Path | None = None) -> Planner |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write a pretrained file that carries a planner.")
-    parser.add_argument("source", type=Path, help="a run folder, a checkpoint_*.pt or a pretrained file")
-    parser.add_argument("out", type=Path, help="the file to write, e.g. pretrained/default.pt")
-    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                        help="change the recorded env setting, e.g. map_dir=DungeonMaps/train (repeatable)")
+    parser = export_parser("Write a pretrained file that carries a planner.")
     parser.add_argument("--planner", type=Path, metavar="PREDICTOR",
                         help="carry this map predictor (python -m planner.train_predictor's file) for evaluate.py's planner")
     parser.add_argument("--prior-weight", type=float, help=f"the planner's weight on the agent's log-probability "

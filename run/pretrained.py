@@ -134,13 +134,19 @@ def export(source: Path, out: Path, env_overrides: tuple[str, ...] = (), planner
     return out.stat().st_size
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write a pretrained file: weights and config only.")
+def export_parser(description: str) -> argparse.ArgumentParser:
+    """The command line of a program that writes a pretrained file: its source, where to write it,
+    and changes to the recorded env (``planner.files`` adds its planner's options)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("source", type=Path, help="a run folder, a checkpoint_*.pt or a pretrained file")
     parser.add_argument("out", type=Path, help="the file to write, e.g. pretrained/default.pt")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="change the recorded env setting, e.g. map_dir=DungeonMaps/train (repeatable)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = export_parser("Write a pretrained file: weights and config only.").parse_args(argv)
     try:
         size = export(args.source, args.out, tuple(args.env))
     except (FileNotFoundError, CheckpointError, ConfigError, ValueError) as error:
