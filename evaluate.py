@@ -56,6 +56,7 @@ from pathlib import Path
 from config import ConfigError, EnvConfig, load_config
 from env.baselines import BASELINES
 from env.episode import EpisodeResult
+from env.map_io import MapError
 from evaluation.comparison import load_report
 from evaluation.play import (
     AGENT,
@@ -280,13 +281,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--resume: {args.json} holds maps 0-{played_maps(earlier) - 1}; playing the rest", file=sys.stderr)
     first, left = played_maps(earlier), args.episodes - played_maps(earlier)
     with StopOnSignal(RAY_STOP_PLAN if args.workers > 1 else STOP_PLAN) as stop:
-        if args.workers > 1:
-            try:
+        try:
+            if args.workers > 1:
                 results = evaluate_in_parallel(actors, policy, planner, env_config, args, stop, first, left)
-            except ConfigError as error:  # no cluster at --address
-                parser.error(f"--address: {error}")
-        else:
-            results = evaluate_actors(actors, env_config, left, args.seed, gif=args.gif, first_episode=first, stop=stop)
+            else:
+                results = evaluate_actors(actors, env_config, left, args.seed, gif=args.gif, first_episode=first,
+                                          stop=stop)
+        except MapError as error:  # a map of the folder that no check before play could tell (no free cell)
+            print(f"error: {error}; nothing was written", file=sys.stderr)
+            return 2
+        except ConfigError as error:  # no cluster at --address
+            parser.error(f"--address: {error}")
     results = {name: earlier[name] + results[name] for name in actors}
     report, exit_code = finished_report(results, stop, args.episodes, args.seed, env_config)
     if report is None:

@@ -46,6 +46,7 @@ from PIL import Image
 from config import ConfigError
 from env.baselines import greedy
 from env.episode import Actor, run_episode
+from env.map_io import MapError
 from env.observation import CURRENT_INDEX, NEIGHBORS
 from env.rendering import save_gif
 from evaluation.play import AGENT, PLANNER, absent_map_dir_note, episode_options, load_policy, train_part_note
@@ -148,6 +149,14 @@ def disagreement_table(policies: dict[str, torch.nn.Module], episodes: list[list
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return draw(argv)
+    except MapError as error:  # a map of the folder that no check before play could tell (no free cell)
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def draw(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", type=Path, required=True, help="run folder or checkpoint file")
     parser.add_argument("--seed", type=int, default=0, help="selects the held-out map")

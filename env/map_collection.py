@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from env.config import GridExploreConfig
-from env.map_io import MAP_SUFFIXES, LoadedMap, load_map, map_shape
+from env.map_io import MAP_SUFFIXES, LoadedMap, MapError, load_map, map_shape
 
 VALIDATION_EVERY = 10
 """A map is in the ``validation`` split when ``zlib.crc32(name) % VALIDATION_EVERY == 0``."""
@@ -110,7 +110,7 @@ def _check_file(path: Path) -> None:
             else:
                 image.load()
     except (OSError, SyntaxError, Image.DecompressionBombError) as error:  # PIL's verify raises SyntaxError
-        raise ValueError(f"{path}: not a readable image ({error})") from None
+        raise MapError(f"{path}: not a readable image ({error})") from None
 
 
 @functools.lru_cache(maxsize=CACHED_MAPS)

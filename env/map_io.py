@@ -30,6 +30,11 @@ LUMINANCE_WEIGHTS = (2125, 7154, 721)
 truncated luminance is computed exactly in integers."""
 
 
+class MapError(ValueError):
+    """A map file that cannot be played (missing, of another type, unreadable, of a bad size or
+    content): the message names the file and what is wrong with it."""
+
+
 @dataclass(frozen=True)
 class LoadedMap:
     """A decoded map file."""
@@ -45,36 +50,36 @@ def map_shape(path: str | Path, downsample: int = 1) -> tuple[int, int]:
     """The (H, W) in cells ``path`` loads to, read from its header only (nothing is decoded)."""
     path = Path(path)
     if path.suffix.lower() not in MAP_SUFFIXES:
-        raise ValueError(f"{path}: unsupported map file type {path.suffix.lower()!r}; "
+        raise MapError(f"{path}: unsupported map file type {path.suffix.lower()!r}; "
                          f"allowed: {', '.join(MAP_SUFFIXES)}")
     if not path.is_file():
-        raise ValueError(f"map file {str(path)!r} does not exist")
+        raise MapError(f"map file {str(path)!r} does not exist")
     if path.suffix.lower() == ".npy":
         try:
             shape = np.load(path, mmap_mode="r", allow_pickle=False).shape
-        except (ValueError, OSError) as error:
-            raise ValueError(f"{path}: not a readable .npy array ({error})") from None
+        except Exception as error:  # numpy reports a garbled file in many ways (ValueError, EOFError, TokenError, ...)
+            raise MapError(f"{path}: not a readable .npy array ({error})") from None
         if len(shape) != 2:
-            raise ValueError(f"{path}: a .npy map must be 2-D, got shape {shape}")
+            raise MapError(f"{path}: a .npy map must be 2-D, got shape {shape}")
     else:
         try:
             with Image.open(path) as image:
                 width, height = image.size
-        except (OSError, Image.DecompressionBombError) as error:  # UnidentifiedImageError is an OSError
-            raise ValueError(f"{path}: not a readable image ({error})") from None
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:  # a broken PNG: SyntaxError
+            raise MapError(f"{path}: not a readable image ({error})") from None
         shape = (height, width)
     cells = (shape[0] // downsample, shape[1] // downsample)
     if min(cells) < 3:
-        raise ValueError(f"{path}: map of shape {cells} (map_downsample={downsample}) is too small (need >= 3x3)")
+        raise MapError(f"{path}: map of shape {cells} (map_downsample={downsample}) is too small (need >= 3x3)")
     if max(cells) > MAX_MAP_SIDE:
-        raise ValueError(f"{path}: map of shape {cells} is larger than {MAX_MAP_SIDE} cells a side; shrink it "
+        raise MapError(f"{path}: map of shape {cells} is larger than {MAX_MAP_SIDE} cells a side; shrink it "
                          f"with map_downsample={-(-max(shape) // MAX_MAP_SIDE)} or more")
     return cells
 
 
 def load_map(path: str | Path, downsample: int = 1) -> LoadedMap:
-    """Decode ``path`` (an image or a 2-D ``.npy`` array); ``ValueError`` naming the file when it
-    cannot be read, is too small or too large, or has no free cell.
+    """Decode ``path`` (an image or a 2-D ``.npy`` array); ``MapError`` naming the file when it
+    cannot be read, is too small or too large, holds values that are not a map, or has no free cell.
 
     The start marker of an image is read from its RGB channels (alpha ignored) as the reference
     reads its PNGs: the pixels whose luminance ``0.2125 R + 0.7154 G + 0.0721 B`` (0-255),
@@ -88,17 +93,14 @@ def load_map(path: str | Path, downsample: int = 1) -> LoadedMap:
     map_shape(path, downsample)  # a missing file, another type, a size out of bounds: refused before decoding
     marker = None
     if path.suffix.lower() == ".npy":
-        try:
-            occupied = np.load(path, allow_pickle=False).astype(bool)
-        except (ValueError, OSError) as error:
-            raise ValueError(f"{path}: not a readable .npy array ({error})") from None
+        occupied = occupied_from_array(path)
     else:
         try:
             with Image.open(path) as image:
                 occupied = np.asarray(image.convert("L")) < DARK_BELOW
                 rgb = np.asarray(image.convert("RGB"))
-        except (OSError, Image.DecompressionBombError) as error:
-            raise ValueError(f"{path}: not a readable image ({error})") from None
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:  # a broken PNG: SyntaxError
+            raise MapError(f"{path}: not a readable image ({error})") from None
         rows, cols = np.nonzero(marker_pixels(rgb))
         if rows.size:
             marker = ((rows.mean() + 0.5) / downsample, (cols.mean() + 0.5) / downsample)
@@ -108,8 +110,24 @@ def load_map(path: str | Path, downsample: int = 1) -> LoadedMap:
                                                    width // downsample, downsample)
         occupied = blocks.any(axis=(1, 3))
     if occupied.all():
-        raise ValueError(f"{path}: the map has no free cell (dark pixels, or nonzero .npy values, are obstacles)")
+        raise MapError(f"{path}: the map has no free cell (dark pixels, or nonzero .npy values, are obstacles)")
     return LoadedMap(occupied, marker)
+
+
+def occupied_from_array(path: Path) -> np.ndarray:
+    """[H, W] bool from the ``.npy`` file ``path``: 0 (or False) free, any other number an obstacle.
+    ``MapError`` naming the file when it holds no numbers (strings, objects, ...) or NaN or
+    infinite ones, which say nothing about a cell."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except Exception as error:  # numpy reports a garbled file in many ways (ValueError, EOFError, TokenError, ...)
+        raise MapError(f"{path}: not a readable .npy array ({error})") from None
+    if array.dtype.kind not in "biuf":
+        raise MapError(f"{path}: a .npy map holds numbers (0 free, nonzero an obstacle), got dtype {array.dtype}")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        raise MapError(f"{path}: a .npy map holds finite numbers (0 free, nonzero an obstacle); "
+                       f"{int((~np.isfinite(array)).sum())} of its values are NaN or infinite")
+    return array.astype(bool)
 
 
 def marker_pixels(rgb: np.ndarray) -> np.ndarray:
