@@ -1,7 +1,7 @@
 """Means with 95% confidence intervals, and how they are written: one definition for every table.
 
-numpy only, so ``rl/`` (evaluation), ``viz/`` (plots) and the command-line reports share it
-without importing each other.
+numpy only, so ``evaluation/`` (reports), ``viz/`` (plots) and the command-line programs share it
+without ``viz/`` importing anything else of this layer.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The lock is ``fcntl.flock`` on ``<run_dir>/.lock``. The kernel drops it when the process ends,
 however it ends (Ctrl-C, SIGKILL, a crash), so the file a dead run leaves behind never blocks the
-next one: a stale lock is recognised by being unlocked. A child the training forks (the env
-workers of ``env.vector: async``) closes its copy of the lock's file at once, so that a child
+next one: a stale lock is recognised by being unlocked. A child the training forks (a rollout
+worker of ``env.vector: processes``) closes its copy of the lock's file at once, so that a child
 outliving a killed training never holds the folder. The file's text names the holder, for the
 message that refuses a second training. (flock is local to one machine: two machines writing into
 one shared folder are not kept apart by it.)
