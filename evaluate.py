@@ -64,6 +64,7 @@ from evaluation.play import (
     REFERENCES,
     STOP_PLAN,
     absent_map_dir_note,
+    cycles_line,
     evaluate_actors,
     finished_report,
     load_policy,
@@ -299,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     report.update(settings)
     print(format_table(report["summaries"], {reference: report[f"travel_ratio_to_{reference}"]
                                              for reference in REFERENCES if reference in results}))
+    print(cycles_line(report))
     if planner is not None and PLANNER in results:
         opened = f"opened by {planner.opening} x {planner.opening} squares" if planner.opening else "not opened"
         print(f"planner: the lookahead in the guess of {settings[PLANNER]['predictor']}'s map predictor ({opened}), "

@@ -160,6 +160,20 @@ def summarise(results: Sequence[EpisodeResult]) -> dict[str, tuple[float, float]
     }
 
 
+def cycles_broken(results: Sequence[EpisodeResult]) -> dict[str, int]:
+    """How often ``env.episode.CycleBreaker`` acted: the cycles it broke and the maps they were on."""
+    return {"cycles": sum(r.cycles_broken for r in results), "maps": sum(r.cycles_broken > 0 for r in results)}
+
+
+def cycles_line(report: dict) -> str:
+    """One line saying where ``CycleBreaker`` broke a cycle, per policy, for the table's foot."""
+    counts = report.get("cycles_broken", {})
+    acted = [f"{name} {c['cycles']} on {c['maps']} of {len(report['per_episode'][name])} maps"
+             for name, c in counts.items() if c["cycles"]]
+    return ("cycles broken (a policy back in an exact state, greedy leading until a cell is newly seen; "
+            "docs/environment.md): " + ("; ".join(acted) if acted else "none"))
+
+
 def completed_travel_pairs(ours: Sequence[EpisodeResult], reference: Sequence[EpisodeResult]
                            ) -> list[tuple[float, float]]:
     """(ours, reference) travel distance per map, paired by index, over the maps both completed
@@ -186,5 +200,6 @@ def evaluation_report(results: Mapping[str, Sequence[EpisodeResult]], episodes: 
     return {"episodes": episodes, "first_episode": first_episode, "seed": seed, "env": asdict(env),
             "stopped_by": stopped_by,
             "summaries": {name: summarise(r) for name, r in results.items()},
+            "cycles_broken": {name: cycles_broken(r) for name, r in results.items()},
             **{f"travel_ratio_to_{reference}": by_policy for reference, by_policy in ratios.items()},
             "per_episode": {name: [asdict(r) for r in rs] for name, rs in results.items()}}

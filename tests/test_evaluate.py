@@ -136,6 +136,8 @@ def test_policy_takes_several_names_and_plays_them_in_the_usual_order(tmp_path, 
     report = json.loads(out.read_text())
     assert list(report["per_episode"]) == ["nearest_frontier", "greedy"]  # the table's order, as --policy all plays
     assert report["travel_ratio_to_greedy"]["nearest_frontier"][2] == 2
+    assert report["cycles_broken"] == {name: {"cycles": 0, "maps": 0} for name in ("nearest_frontier", "greedy")}
+    assert "cycles broken (a policy back in an exact state" in capsys.readouterr().out  # and where: none
     with pytest.raises(SystemExit):
         evaluate.main(["--policy", "all", "greedy", "--config", str(SMOKE)])
     assert "--policy all greedy: 'all' or a list of policies, not both" in capsys.readouterr().err

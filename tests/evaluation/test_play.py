@@ -75,3 +75,18 @@ def test_every_actor_plays_a_map_before_the_next_and_a_stop_ends_after_the_map_i
     assert stopped_note("SIGINT", 2, 4) == "stopped by SIGINT after 2 of 4 maps: what follows covers those 2"
     assert stopped_note("SIGTERM", 0, 4) == "stopped by SIGTERM before the first map finished; nothing to report"
     assert stopped_note(None, 4, 4) is None
+
+
+def test_the_report_counts_the_cycles_broken_and_the_table_foot_names_them():
+    from env.episode import EpisodeResult
+    from evaluation.play import cycles_line, evaluation_report
+    from config import EnvConfig
+
+    def episode(broken):
+        return EpisodeResult(True, 1.0, 10, 30.0, -3.0, cycles_broken=broken)
+
+    results = {"agent": [episode(0), episode(2), episode(1)], "greedy": [episode(0)] * 3}
+    report = evaluation_report(results, 3, 0, EnvConfig())
+    assert report["cycles_broken"] == {"agent": {"cycles": 3, "maps": 2}, "greedy": {"cycles": 0, "maps": 0}}
+    assert cycles_line(report).endswith("docs/environment.md): agent 3 on 2 of 3 maps")
+    assert cycles_line(evaluation_report({"greedy": [episode(0)]}, 1, 0, EnvConfig())).endswith(": none")
