@@ -70,7 +70,7 @@ class EnvConfig:
     id: str = "GridExplore-v0"
     """A gymnasium id registered by ``import env`` (GridExplore-v0 mixes every map family)."""
     kwargs: dict = field(default_factory=lambda: {"map_size": 32})
-    """Keyword overrides for ``gymnasium.make`` (see ``env.config.GridExploreConfig``), e.g. map_size.
+    """Keyword overrides for ``gymnasium.make`` (see ``env.settings.GridExploreConfig``), e.g. map_size.
     A config file that sets ``env.kwargs`` replaces this mapping whole."""
     num_envs: int = 8
     """Environments stepped in parallel; each update sees num_envs * ppo.num_steps transitions."""

@@ -9,7 +9,7 @@
 run's ``config.yaml`` beside it rebuilds the network and the environment. ``--env KEY=VALUE``
 (repeatable) changes that environment for this evaluation only, e.g. larger maps
 (``map_size=48``), one family (``map_family=maze``) or your own map (``map_file=plan.png``); the
-keys are the fields of ``env.config.GridExploreConfig``. Held-out maps use odd seeds and training
+keys are the fields of ``env.settings.GridExploreConfig``. Held-out maps use odd seeds and training
 maps even ones (``run/seeding.py``), so they never overlap. ``--workers N`` plays the maps in N
 Ray tasks at a time (a local Ray, or the cluster ``--address`` names; each task a contiguous chunk
 of the maps) with exactly the serial results.

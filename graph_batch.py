@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from encoder.graph import adjacency_from_neighbors
+from encoder.adjacency import adjacency_from_neighbors
 from env.episode import Actor
 from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS, NODE_FEATURES, NODE_MASK
 

@@ -25,8 +25,8 @@ from torch.profiler import ProfilerActivity, profile
 
 from bench.synthetic import random_graph
 from encoder import Encoder
+from encoder.adjacency import adjacency_from_neighbors
 from encoder.attention import ATTENTION_IMPLS
-from encoder.graph import adjacency_from_neighbors
 
 SIZES = dict(embed_dim=128, n_heads=8, n_layers=3, ff_dim=512)
 

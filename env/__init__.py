@@ -1,7 +1,7 @@
 """Exploration gridworld (numpy only). Importing this package registers the gymnasium ids.
 
 ``GridExplore-v0`` draws a procedural family per episode; ``GridExplore-<Family>-v0`` fixes one.
-Any :class:`env.config.GridExploreConfig` field can be overridden through ``gymnasium.make``.
+Any :class:`env.settings.GridExploreConfig` field can be overridden through ``gymnasium.make``.
 """
 from gymnasium.envs.registration import register, registry
 

@@ -3,7 +3,7 @@
 The five base node features say where a node is (relative to the robot), how many frontier
 cells it sees and whether it was visited; they say nothing about the map a little further out:
 whether a frontier opens onto a large unexplored part of the map or onto a pocket against the
-map's edge. ``context_features=True`` (``env.config``) adds four columns, read from the belief:
+map's edge. ``context_features=True`` (``env.settings``) adds four columns, read from the belief:
 
     unknown_near, free_near   fractions of the (2R + 1)^2 square around the node, R = sensor_range
     unknown_far,  free_far    the same for R = 2 sensor_range

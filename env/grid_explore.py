@@ -7,7 +7,6 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from env.config import MIXED, GridExploreConfig
 from env.context import context_features, privileged_features
 from env.frontiers import frontier_mask
 from env.geometry import flat_index, map_cells, reachable_mask
@@ -28,6 +27,7 @@ from env.observation import (
 )
 from env.reward import step_reward
 from env.sensing import FREE, OCCUPIED, UNKNOWN, Sensor, reveal
+from env.settings import MIXED, GridExploreConfig
 from env.state_copy import copy_except
 from env.state_digest import feed, new_digest
 

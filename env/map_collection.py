@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from env.config import GridExploreConfig
 from env.map_io import MAP_SUFFIXES, LoadedMap, MapError, load_map, map_shape
+from env.settings import GridExploreConfig
 
 VALIDATION_EVERY = 10
 """A map is in the ``validation`` split when ``zlib.crc32(name) % VALIDATION_EVERY == 0``."""

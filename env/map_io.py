@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from env.config import MAX_MAP_SIDE
 from env.maps import GridMap, largest_free_component, random_cell
+from env.settings import MAX_MAP_SIDE
 
 IMAGE_SUFFIXES = (".png", ".bmp", ".gif", ".jpg", ".jpeg", ".tif", ".tiff")
 MAP_SUFFIXES = (".npy", *IMAGE_SUFFIXES)
@@ -156,7 +156,7 @@ _WARNED_NO_MARKER: set[str] = set()
 
 def start_on(loaded: LoadedMap, start: str, rng: np.random.Generator, name: str) -> GridMap:
     """A :class:`GridMap` over ``loaded``, its start chosen by the ``start`` rule
-    (``env.config.START_RULES``): ``marker`` where the map has one, else a random cell of the
+    (``env.settings.START_RULES``): ``marker`` where the map has one, else a random cell of the
     largest free area (warning once per file and process when a marker was asked for).
 
     The grid is used as it is: free cells not connected to the start stay free and are simply

@@ -22,8 +22,8 @@ import numpy as np
 from tqdm import tqdm
 
 from config import load_config
-from env.config import GridExploreConfig
 from env.map_collection import MapCollection, find_maps, in_validation
+from env.settings import GridExploreConfig
 from learning.envs import with_env_overrides
 
 CHUNK = 512

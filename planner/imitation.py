@@ -84,8 +84,8 @@ from tqdm import tqdm
 
 from config import Config, ConfigError, EnvConfig, load_config
 from env.baselines import greedy
-from env.config import GridExploreConfig
 from env.observation import NEIGHBORS, NODE_FEATURES, n_node_features
+from env.settings import GridExploreConfig
 from evaluation.play import AGENT, evaluate_actors, map_dir_size, travel_ratio
 from evaluation.stats import format_mean_ci
 from graph_batch import argmax_actor, forward_each, forward_observations, one_torch_thread

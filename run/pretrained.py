@@ -26,8 +26,8 @@ import torch
 from torch import nn
 
 from config import Config, ConfigError, apply_override, load_run_config, saved_config
-from env.config import GridExploreConfig
 from env.observation import env_feature_names
+from env.settings import GridExploreConfig
 from run.atomic import atomic_write
 from run.checkpoint import CheckpointError, checkpoints, load_checkpoint, load_model_weights
 

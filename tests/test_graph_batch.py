@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from config import ModelConfig
-from encoder.graph import adjacency_from_neighbors
+from encoder.adjacency import adjacency_from_neighbors
 from graph_batch import collate, forward_observations
 from policy import PolicyNet
 from tests.helpers import N_MAX, observations

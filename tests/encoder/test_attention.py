@@ -47,7 +47,7 @@ def test_equals_torch_multihead_attention(n_heads, impl):
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_equals_pyg_transformer_conv_on_neighbor_masks(n_heads, impl, make_graph):
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
     from encoder.sparse import edge_index_from_neighbors
 
     ours = attention_module(n_heads, impl)
@@ -183,7 +183,7 @@ def test_mismatched_shapes_are_reported():
 
 def test_auto_takes_the_kernel_only_for_sparse_graphs_and_matches_the_reference(monkeypatch, make_graph):
     from encoder import attention
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
 
     taken = []
     monkeypatch.setattr(attention, "neighbor_attention",
@@ -210,7 +210,7 @@ def test_auto_takes_the_kernel_only_for_sparse_graphs_and_matches_the_reference(
 
 def test_auto_falls_back_to_sdpa_with_a_warning_when_the_kernel_cannot_be_built(monkeypatch, make_graph):
     from encoder import attention
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
 
     monkeypatch.setattr(attention, "kernel_error", lambda: "no compiler here")
     monkeypatch.setattr(attention, "neighbor_heads", lambda *args: pytest.fail("the kernel was called"))

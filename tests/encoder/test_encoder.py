@@ -36,7 +36,7 @@ def test_a_node_sees_exactly_n_layers_hops(n_heads):
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_permuting_nodes_permutes_outputs(n_heads, impl, make_graph):
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
 
     encoder = make_encoder(n_heads, impl)
     neighbors, node_mask = make_graph(2, 9, 4, seed=3, n_real=[9, 9])
@@ -50,7 +50,7 @@ def test_permuting_nodes_permutes_outputs(n_heads, impl, make_graph):
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_padding_nodes_never_change_real_nodes(n_heads, impl, make_graph):
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
 
     encoder = make_encoder(n_heads, impl)
     neighbors, node_mask = make_graph(3, 10, 4, seed=4, n_real=[6, 10, 3])
@@ -65,7 +65,7 @@ def test_padding_nodes_never_change_real_nodes(n_heads, impl, make_graph):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("impl", ATTENTION_IMPLS)
 def test_padded_batch_has_no_nan_in_low_precision(impl, dtype, make_graph):
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
 
     encoder = make_encoder(4, impl).to(dtype)
     neighbors, node_mask = make_graph(2, 7, 3, seed=5, n_real=[3, 7])
@@ -78,7 +78,7 @@ def test_padded_batch_has_no_nan_in_low_precision(impl, dtype, make_graph):
 
 @pytest.mark.parametrize("n_heads", HEAD_COUNTS)
 def test_need_weights_gives_one_map_per_layer_and_head(n_heads, make_graph):
-    from encoder.graph import adjacency_from_neighbors
+    from encoder.adjacency import adjacency_from_neighbors
 
     neighbors, node_mask = make_graph(2, 6, 3, seed=6, n_real=[4, 6])
     adjacency = adjacency_from_neighbors(neighbors, node_mask)

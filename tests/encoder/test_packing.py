@@ -3,8 +3,8 @@ import pytest
 import torch
 
 from encoder import packing
+from encoder.adjacency import adjacency_from_neighbors
 from encoder.attention import MultiHeadAttention
-from encoder.graph import adjacency_from_neighbors
 from encoder.layers import Encoder
 from encoder.packing import ROW_QUANTUM, graph_attention, pack, pad_rows
 

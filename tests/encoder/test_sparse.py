@@ -2,7 +2,7 @@
 import torch
 from torch_geometric.utils import to_dense_adj, to_dense_batch
 
-from encoder.graph import adjacency_from_neighbors
+from encoder.adjacency import adjacency_from_neighbors
 from encoder.sparse import edge_index_from_neighbors, from_pyg_nodes, to_pyg_batch
 
 

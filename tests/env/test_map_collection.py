@@ -9,9 +9,9 @@ from gymnasium.utils.env_checker import check_env
 from PIL import Image
 
 from config import EnvConfig
-from env.config import MAP_SPLITS
 from env.grid_explore import GridExploreEnv
 from env.map_collection import find_maps, natural_key
+from env.settings import MAP_SPLITS
 from evaluation.play import map_dir_size
 from learning.envs import check_env_config
 from tests.map_folders import MAP_ORDER, MAP_SHAPES, room_map, write_maps

@@ -78,9 +78,9 @@ def test_every_actor_plays_a_map_before_the_next_and_a_stop_ends_after_the_map_i
 
 
 def test_the_report_counts_the_cycles_broken_and_the_table_foot_names_them():
+    from config import EnvConfig
     from env.episode import EpisodeResult
     from evaluation.play import cycles_line, evaluation_report
-    from config import EnvConfig
 
     def episode(broken):
         return EpisodeResult(True, 1.0, 10, 30.0, -3.0, cycles_broken=broken)

@@ -1,6 +1,6 @@
 import torch
 
-from encoder.graph import adjacency_from_neighbors
+from encoder.adjacency import adjacency_from_neighbors
 
 
 def test_adjacency_matches_hand_built_example():
