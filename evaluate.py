@@ -252,7 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     elif AGENT in args.policy:
         parser.error("--policy agent needs --checkpoint")
     else:
-        config = load_config(args.config)
+        try:
+            config = load_config(args.config)
+        except ConfigError as error:
+            parser.error(f"--config: {error}")
     try:
         env_config = with_env_overrides(config.env, args.env)
     except ConfigError as error:
