@@ -8,6 +8,7 @@ is a ``ClusterError`` naming it, raised within seconds, before any training.
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -23,6 +24,10 @@ from config import ConfigError
 PROJECT = Path(__file__).resolve().parents[1]
 SHIPPED_EXCLUDES = [".venv/", "runs/", ".git/", "**/__pycache__/", "*.pt", "*.gif"]
 """What ``working_dir`` leaves behind when the code is shipped to a remote cluster."""
+
+
+TOKEN_NOTICE = "ray._private.authentication.authentication_token_setup"
+"""The logger of Ray's notice that a new local cluster uses token authentication, its default."""
 
 
 class ClusterError(ConfigError):
@@ -48,6 +53,9 @@ def connect(address: str = "", num_cpus: int | None = None) -> bool:
         return False
     address = address or os.environ.get("RAY_ADDRESS", "")
     if not address:
+        # Ray's default for a new local cluster, token authentication, stays on; only the warning
+        # it prints about it at every start is not shown (a user's RAY_AUTH_MODE is theirs to set).
+        logging.getLogger(TOKEN_NOTICE).setLevel(logging.ERROR)
         ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, logging_level="warning",
                  log_to_driver=True)
         return True
