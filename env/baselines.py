@@ -60,6 +60,11 @@ def greedy(obs: dict, env: gym.Env) -> int:
     return greedy_move(env.unwrapped)
 
 
+def known_cells(world: GridExploreEnv) -> int:
+    """How many cells of ``world``'s belief are known (free or occupied): grows whenever a cell is newly seen."""
+    return int(np.count_nonzero(world.belief != UNKNOWN))
+
+
 def greedy_on_return(policy: Policy) -> Policy:
     """``policy``, except that back on a node where it chose at an earlier step of the episode,
     with no cell seen since, it takes greedy's move. A policy that reads only the belief and the
@@ -73,7 +78,7 @@ def greedy_on_return(policy: Policy) -> Policy:
         world = env.unwrapped
         if world.steps == 0:
             chosen_at.clear()
-        known, before = int(np.count_nonzero(world.belief != UNKNOWN)), chosen_at.get(world.robot_node)
+        known, before = known_cells(world), chosen_at.get(world.robot_node)
         if before is not None and before[0] < world.steps and before[1] == known:
             return greedy(obs, env)  # the same state as then: the same choice would go round again
         chosen_at[world.robot_node] = (world.steps, known)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from env.baselines import greedy
-from env.sensing import UNKNOWN
+from env.baselines import greedy, known_cells
 
 Actor = Callable[[dict, gym.Env], int]
 """``act(obs, env) -> slot``: the signature shared by the trained policy and the baselines."""
@@ -61,15 +60,14 @@ class CycleBreaker:
 
     def move(self, obs: dict, world: gym.Env, proposed: int) -> int:
         """The move to make in ``world`` (unwrapped) at ``obs``, where the player proposes ``proposed``."""
-        known = int(np.count_nonzero(world.belief != UNKNOWN))
-        if self.greedy_until is not None and known > self.greedy_until:
+        if self.greedy_until is not None and known_cells(world) > self.greedy_until:
             self.greedy_until = None  # something new is seen: the player again
         state = hashlib.sha256(world.state_key())
         for key in sorted(obs):
             state.update(np.ascontiguousarray(obs[key]).tobytes())
         taken = self.taken.setdefault(state.digest(), set())
         if self.greedy_until is None and proposed in taken:  # this exact state again, and the same move
-            self.greedy_until, self.broken = known, self.broken + 1
+            self.greedy_until, self.broken = known_cells(world), self.broken + 1
         if self.greedy_until is not None:
             proposed = greedy(obs, world)
             self.moves += 1

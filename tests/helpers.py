@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -258,3 +259,11 @@ def mid_episode(max_steps: int) -> tuple[GridExploreEnv, dict]:
     for _ in range(3):
         obs, *_ = env.step(random_valid_action(obs, rng))
     return env, obs
+
+
+def printed_by(module, argv: list[str], monkeypatch, capsys) -> str:
+    """What the program ``module`` (a benchmark or an experiment whose ``main()`` reads
+    ``sys.argv``) prints to stdout when run with ``argv``."""
+    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
+    module.main()
+    return capsys.readouterr().out

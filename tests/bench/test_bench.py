@@ -2,7 +2,6 @@
 import importlib.util
 import re
 import signal
-import sys
 
 import pytest
 import torch
@@ -20,7 +19,7 @@ from bench import (
 )
 from planner import actor as actor_module
 from planner import lookahead as lookahead_module
-from tests.helpers import ROOT, SMOKE
+from tests.helpers import ROOT, SMOKE, printed_by
 
 
 @pytest.mark.parametrize("module, argv, expected", [
@@ -39,9 +38,7 @@ from tests.helpers import ROOT, SMOKE
      "x torch (the ceiling)"),
 ])
 def test_benchmark_prints_its_ratios(module, argv, expected, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
-    module.main()
-    assert expected in capsys.readouterr().out
+    assert expected in printed_by(module, argv, monkeypatch, capsys)
 
 
 def test_collector_speed_rows_give_the_workers_their_transfer_and_spread(capsys):

@@ -17,7 +17,7 @@ from experiments import best_move, headroom, imitation_fit, neighbor_crossover, 
 from graph_batch import forward_each
 from planner.imitation import Labelled, fit_on
 from planner.lookahead import travel_after
-from tests.helpers import ROOT, SMOKE
+from tests.helpers import ROOT, SMOKE, printed_by
 from tests.map_folders import MAP_ORDER, write_maps
 
 
@@ -32,12 +32,9 @@ from tests.map_folders import MAP_ORDER, write_maps
      "| agent right | greedy right | planner right | revealed_2 right | share of the agent's regret |"),
     (neighbor_crossover, ["--nodes", "8", "--degrees", "2", "8", "--rounds", "1", "--repeats", "1"],
      "N=   8 degree=  8 (N / degree  1.0): kernel speed over SDPA"),
-
 ])
 def test_experiment_prints_its_figures(module, argv, expected, monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
-    module.main()
-    assert expected in capsys.readouterr().out
+    assert expected in printed_by(module, argv, monkeypatch, capsys)
 
 
 def test_stakes_table_bins_the_agents_two_moves_by_what_is_at_stake():
