@@ -4,14 +4,15 @@ facts rather than tell how a day went.
 Every doc is checked (``ALL_DOCS``: README.md, CHANGELOG.md, docs/*.md, pretrained/README.md), by
 four classes of check:
 
-1. **Names** (the reading guide, the architecture and floor-plan pages; ``NAMED_DOCS``), read
+1. **Names** (every doc but CHANGELOG.md, whose tables name what moved away; ``NAMED_DOCS``), read
    statically with ``ast``. What counts as this project's name:
      - a path under one of the project's folders (``encoder/attention.py``, ``cluster/``), or a
        bare ``*.py`` other than the reference's files; a relative Markdown link;
      - a dotted name starting with a project module (``learning.collector.Collector``), or a config key
-       (``ppo.gae_values``);
+       (``ppo.gae_values``, ``env.kwargs.map_dir``); not a file name (``evaluation.json``);
      - a CamelCase class or an ALL_CAPS constant, alone or as ``Class.attribute``, unless
-       ``NOT_OURS`` lists it (the reference's classes with no home here, torch's and PyG's);
+       ``NOT_OURS`` lists it (the reference's classes with no home here, torch's, PyG's, gymnasium's,
+       environment variables) or Python builtins have it (``ValueError``);
      - in a table, a class beside the file it is claimed to live in.
 2. **Commands**: a line of a fenced block that is not Python, or an inline code span, that starts
    with ``python``, ``python -m``, ``make`` or ``bash`` (``.venv/bin/python`` and ``python3`` too;
@@ -48,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import contextlib
 import dataclasses
 import importlib
@@ -67,18 +69,22 @@ import config
 from env.settings import GridExploreConfig
 from tests.helpers import ROOT
 
-NAMED_DOCS = ["docs/reading-guide.md", "docs/architecture.md", "docs/floor-plans.md"]
-ALL_DOCS = sorted({"README.md", "CHANGELOG.md", "pretrained/README.md", *NAMED_DOCS,
-                   *(str(p.relative_to(ROOT)) for p in ROOT.glob("docs/*.md"))})
-ALL_DOCS = [doc for doc in ALL_DOCS if (ROOT / doc).is_file()]
+ALL_DOCS = [doc for doc in ["README.md", "CHANGELOG.md", "pretrained/README.md",
+                            *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("docs/*.md"))]
+            if (ROOT / doc).is_file()]
+NAMED_DOCS = [doc for doc in ALL_DOCS if doc != "CHANGELOG.md"]
 PROJECT_DIRS = ("bench", "cluster", "configs", "decoder", "docs", "encoder", "env", "evaluation", "experiments",
                 "learning", "planner", "pretrained", "run", "tests", "viz")
-REFERENCE_FILES = {"model.py", "worker.py", "driver.py", "runner.py", "parameter.py", "graph_generator.py",
+REFERENCE_FILES = {"ppo.py", "model.py", "worker.py", "driver.py", "runner.py", "parameter.py", "graph_generator.py",
                    "ground_truth_graph.py", "node.py", "env.py", "agent.py", "local_node_manager_quadtree.py"}
-"""Files of the reference code (and of later marmotlab code) the guide names."""
+"""Files of the reference code (and of later marmotlab code, and CleanRL's ``ppo.py``) the docs name."""
 NOT_OURS = {"QNet", "Normalization", "Worker", "Categorical", "Function", "TransformerConv", "INPUT_DIM",
-            "NODE_PADDING_SIZE", "K_SIZE"}
-"""Classes and constants the docs name that are not this project's: the reference's, torch's, PyG's."""
+            "NODE_PADDING_SIZE", "K_SIZE", "DungeonMaps", "Discrete", "RAY_ADDRESS", "TORCH_EXTENSIONS_DIR",
+            "SCHED_BATCH", "TORCH_LIBRARY", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
+            "OMP_WAIT_POLICY"}
+"""Classes and constants the docs name that are not this project's: the reference's (and its
+DungeonMaps folder), torch's, PyG's, gymnasium's; environment variables and a C++ macro."""
+FILE_SUFFIXES = ("json", "png", "gif", "pt", "csv", "npy", "txt", "log", "jsonl")
 CONFIG_SECTIONS = typing.get_type_hints(config.Config)
 """Config section -> its dataclass: ``ppo.gae_values`` names a config key, not a module."""
 
@@ -190,6 +196,13 @@ def module_path(parts: list[str]) -> Path | None:
 def check_dotted(name: str) -> str | None:
     """Why the dotted ``name`` does not resolve, or None (also None when it is not this project's)."""
     parts = name.split(".")
+    if parts[-1] in FILE_SUFFIXES:
+        return None  # a file's name: evaluation.json
+    if parts[0] in CONFIG_SECTIONS and parts[1:2] == ["kwargs"] and len(parts) == 3:
+        return check_env_key(parts[2])
+    if parts[0] == "env" and len(parts) == 2 and any(parts[1] in class_attributes(node) for node in
+                                                     definitions()["GridExploreEnv"]):
+        return None  # env.reset(), env.lookahead_copy(): a method of an env
     if parts[0] in CONFIG_SECTIONS and len(parts) == 2 and not module_path(parts):
         fields = {f.name for f in dataclasses.fields(CONFIG_SECTIONS[parts[0]])}
         return None if parts[1] in fields else f"{name}: no config key {parts[1]!r} in {parts[0]}"
@@ -240,7 +253,7 @@ def check_span(span: str) -> str | None:
     if DOTTED.match(name):
         return check_dotted(name)
     if CAMEL.match(name) or CONSTANT.match(name):
-        if name in NOT_OURS:
+        if name in NOT_OURS or name in dir(builtins):
             return None
         return None if name in definitions() else f"{name}: defined nowhere in the project (not ours? NOT_OURS)"
     return None
