@@ -7,8 +7,8 @@ this machine, each stepping its slice in-process and acting from its own copy of
 
 What ``env.vector: ray`` does with Ray actors, without Ray: no cluster to start, and nothing to
 restart (a worker that fails or dies stops the run, naming it). Each worker's forward passes run
-beside the others' (docs/performance.md: on two cores the default rollout about twice as fast
-as ``sync``'s). Env ``i`` is seeded by its global index and each worker holds whole
+beside the others' (docs/performance.md: on two cores the default rollout 1.5x as fast as
+``sync``'s). Env ``i`` is seeded by its global index and each worker holds whole
 forward groups (``env.forward_group``), so the rollout is the one ``sync`` collects, bit for bit.
 
 The workers ignore SIGINT and SIGTERM (``learning.child_processes.interrupts_ignored_by_children``): a Ctrl-C
