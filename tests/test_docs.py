@@ -78,7 +78,7 @@ PROJECT_DIRS = ("bench", "cluster", "configs", "decoder", "docs", "encoder", "en
 REFERENCE_FILES = {"ppo.py", "model.py", "worker.py", "driver.py", "runner.py", "parameter.py", "graph_generator.py",
                    "ground_truth_graph.py", "node.py", "env.py", "agent.py", "local_node_manager_quadtree.py"}
 """Files of the reference code (and of later marmotlab code, and CleanRL's ``ppo.py``) the docs name."""
-NOT_OURS = {"QNet", "Normalization", "Worker", "Categorical", "Function", "TransformerConv", "INPUT_DIM",
+NOT_OURS = {"QNet", "Normalization", "Worker", "Node", "Categorical", "Function", "TransformerConv", "INPUT_DIM",
             "NODE_PADDING_SIZE", "K_SIZE", "DungeonMaps", "Discrete", "RAY_ADDRESS", "TORCH_EXTENSIONS_DIR",
             "SCHED_BATCH", "TORCH_LIBRARY", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
             "OMP_WAIT_POLICY"}
