@@ -71,17 +71,19 @@ def greedy_on_return(policy: Policy) -> Policy:
     robot's node (a lookahead in a guessed world, ``planner.actor.planning_actor``) would choose as
     it did then and go round for good (it did on 2 of 100 maps of 48 x 48 cells); greedy's move
     leads on until something new is seen. Remembers one episode at a time (it starts afresh at
-    step 0)."""
-    chosen_at: dict[int, tuple[int, int]] = {}  # node -> (step, known cells) of this episode's last choice there
+    step 0). A node is known by its cell, which within an env's episode is its id's for good; an
+    ``explorer.Explorer`` builds its graph afresh from each belief, its ids anew."""
+    chosen_at: dict[tuple[int, int], tuple[int, int]] = {}  # node's cell -> (step, known cells) of the last choice
 
     def act(obs: dict, env: gym.Env) -> int:
         world = env.unwrapped
         if world.steps == 0:
             chosen_at.clear()
-        known, before = known_cells(world), chosen_at.get(world.robot_node)
+        node = tuple(world.graph.node_rc[world.robot_node].tolist())
+        known, before = known_cells(world), chosen_at.get(node)
         if before is not None and before[0] < world.steps and before[1] == known:
             return greedy(obs, env)  # the same state as then: the same choice would go round again
-        chosen_at[world.robot_node] = (world.steps, known)
+        chosen_at[node] = (world.steps, known)
         return policy(obs, env)
     return act
 

@@ -11,7 +11,7 @@ from env.context import context_features, privileged_features
 from env.frontiers import frontier_mask
 from env.geometry import flat_index, map_cells, reachable_mask
 from env.graph import ViewpointGraph
-from env.lattice import build_lattice, n_steps_for
+from env.lattice import LatticeGeometry, build_lattice, n_steps_for
 from env.map_collection import map_collection
 from env.map_io import start_on
 from env.maps import MAP_FAMILIES, GridMap, generate
@@ -94,32 +94,37 @@ class GridExploreEnv(gym.Env):
             raise ValueError(f"render_mode={render_mode!r}; allowed: None, 'rgb_array'")
         self.render_mode = render_mode
         self.map_collection = map_collection(cfg)  # None for procedural maps; headers only for a map_dir
-        self.height, self.width = ((cfg.map_size, cfg.map_size) if self.map_collection is None
-                                   else self.map_collection.shape)
-        capacity = cfg.lattice_capacity(self.height, self.width)
-        if cfg.n_max is not None and cfg.n_max < capacity:
-            raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
-                             f"{self.height}x{self.width} map can hold; allowed: None or >= {capacity}")
-        self.n_max = cfg.n_max or cfg.node_capacity(self.height, self.width)
         self.n_features = len(node_feature_names(cfg.context_features, cfg.privileged_features))
-        self.observation_space = observation_space(self.n_max, cfg.k, self.n_features)
         self.action_space = gym.spaces.Discrete(cfg.k)
         self.utility_range = cfg.resolved_utility_range
+        self._utility_norm = 2 * math.pi * self.utility_range
+        self._size_for(*((cfg.map_size, cfg.map_size) if self.map_collection is None else self.map_collection.shape))
+
+    def _size_for(self, height: int, width: int) -> None:
+        """Set what the map's size fixes: node capacity, observation space, padding, sensor."""
+        cfg = self.config
+        self.height, self.width = height, width
+        capacity = cfg.lattice_capacity(height, width)
+        if cfg.n_max is not None and cfg.n_max < capacity:
+            raise ValueError(f"n_max={cfg.n_max} is smaller than the {capacity} lattice nodes a "
+                             f"{height}x{width} map can hold; allowed: None or >= {capacity}")
+        self.n_max = cfg.n_max or cfg.node_capacity(height, width)
+        self.observation_space = observation_space(self.n_max, cfg.k, self.n_features)
         # Wider than the sensor's reach plus the neighbour it resolves, so sweeps never index out.
         self.pad = cfg.sensor_range + 2
-        self.stride = self.width + 2 * self.pad
+        self.stride = width + 2 * self.pad
         self._sensor = Sensor(cfg.sensor_range, self.stride)
-        self._utility_norm = 2 * math.pi * self.utility_range
 
     # ----------------------------------------------------------------------------- episode
-    def _set_world(self, grid_map: GridMap) -> None:
-        """Make ``grid_map`` the true world: its padded cells, its lattice and a graph of it
-        holding the start node only."""
+    def _set_world(self, grid_map: GridMap, lattice: LatticeGeometry | None = None) -> None:
+        """Make ``grid_map`` the true world: its padded cells, its lattice (``lattice``, else
+        built from it) and a graph of it holding the lattice's start node only."""
         cfg = self.config
         self.grid_map = grid_map
         self._occupied = np.pad(grid_map.occupied, self.pad, constant_values=True).ravel()
         self._truth = np.where(self._occupied, OCCUPIED, FREE).astype(np.int8)
-        lattice = build_lattice(grid_map.occupied, grid_map.start, cfg.node_spacing, n_steps_for(cfg.k), self.pad)
+        if lattice is None:
+            lattice = build_lattice(grid_map.occupied, grid_map.start, cfg.node_spacing, n_steps_for(cfg.k), self.pad)
         self.graph = ViewpointGraph(lattice, height=self.height, width=self.width, stride=self.stride,
                                     spacing=cfg.node_spacing, k=cfg.k, n_max=self.n_max,
                                     utility_range=self.utility_range)

@@ -248,6 +248,16 @@ def _sites(occupied: np.ndarray, lattice_rc: np.ndarray, spacing: int) -> tuple[
     return site_rc, has_site
 
 
+def lattice_point_of(lattice: LatticeGeometry, cell: tuple[int, int]) -> int:
+    """The lattice point whose box holds the map cell ``cell`` (row, col): boxes tile the map."""
+    rows, cols = lattice.lattice_shape
+    s = lattice.spacing
+    first = lattice.lattice_rc[0]
+    i = min(max((cell[0] - int(first[0]) + (s - 1) // 2) // s, 0), rows - 1)
+    j = min(max((cell[1] - int(first[1]) + (s - 1) // 2) // s, 0), cols - 1)
+    return i * cols + j
+
+
 def cells_before_sites(lattice_rc: np.ndarray, site_rc: np.ndarray, spacing: int, shape: tuple[int, int]
                        ) -> np.ndarray:
     """[m, 2] (row, col) of the cells of the given points' boxes that come before each point's

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import yaml
 from PIL import Image
 
-from env.map_io import MAP_SUFFIXES, LoadedMap, MapError, load_map, map_shape
+from env.map_io import MAP_SUFFIXES, ROS_MAP_SUFFIXES, LoadedMap, MapError, load_map, map_shape
 from env.settings import GridExploreConfig
 
 VALIDATION_EVERY = 10
@@ -103,6 +104,9 @@ def _check_file(path: Path) -> None:
     """Raise ``ValueError`` naming ``path`` if its data is damaged (``.npy``: header read already)."""
     if path.suffix.lower() == ".npy":
         return
+    if path.suffix.lower() in ROS_MAP_SUFFIXES:
+        load_map(path)  # the YAML and its image, decoded: MapError naming what is wrong
+        return
     try:
         with Image.open(path) as image:
             if image.format == "PNG":
@@ -142,7 +146,9 @@ def find_maps(map_dir: str) -> tuple[list[Path], list[str], tuple[str, ...]]:
     else:
         raise ValueError(f"map_dir={map_dir!r} is neither a folder nor a glob pattern (such as 'maps/*.png')")
     named = sorted(((path.relative_to(root).as_posix(), path) for path in paths), key=lambda item: natural_key(item[0]))
-    maps = [(name, path) for name, path in named if path.suffix.lower() in MAP_SUFFIXES]
+    images_of_yamls = {_ros_image(path) for _, path in named if path.suffix.lower() in ROS_MAP_SUFFIXES}
+    maps = [(name, path) for name, path in named
+            if path.suffix.lower() in MAP_SUFFIXES and path.resolve() not in images_of_yamls]
     if not maps:
         raise ValueError(f"map_dir={map_dir!r} holds no map file (allowed suffixes: {', '.join(MAP_SUFFIXES)})")
     skipped = tuple(name for name, path in named if path.suffix.lower() not in MAP_SUFFIXES)
@@ -180,3 +186,13 @@ def map_collection(config: GridExploreConfig) -> MapCollection | None:
     maps = MapCollection([Path(config.map_file)], [Path(config.map_file).name], config.map_downsample)
     maps.load(0)  # one file: decoded now, so that a bad one fails at construction
     return maps
+
+
+def _ros_image(path: Path) -> Path | None:
+    """The image a ROS map YAML names (resolved), which is part of that map, not a map of its own;
+    None when the YAML cannot say (it is refused as a map later, naming why)."""
+    try:
+        image = yaml.safe_load(path.read_text()).get("image")
+        return (path.parent / image).resolve() if isinstance(image, str) else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return None

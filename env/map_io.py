@@ -1,4 +1,5 @@
-"""Loading a user's own map from an image or a ``.npy`` file: dark (or nonzero in .npy) = obstacle.
+"""Loading a user's own map from an image, a ``.npy`` file or a ROS map YAML: dark (or nonzero in
+.npy, or not known free in a ROS map: ``env.ros_map``) = obstacle.
 
 Maps like the reference code's dungeon PNGs (light floor, dark walls) load as they are; pass
 ``downsample`` to shrink a large picture, where a block becomes an obstacle if any of its pixels
@@ -15,10 +16,13 @@ import numpy as np
 from PIL import Image
 
 from env.maps import GridMap, largest_free_component, random_cell
+from env.ros_map import RosMapError, image_size, read_ros_map
 from env.settings import MAX_MAP_SIDE
 
 IMAGE_SUFFIXES = (".png", ".bmp", ".gif", ".jpg", ".jpeg", ".tif", ".tiff")
-MAP_SUFFIXES = (".npy", *IMAGE_SUFFIXES)
+ROS_MAP_SUFFIXES = (".yaml", ".yml")
+"""A ROS map_server map's YAML file (``env.ros_map``), which names its image."""
+MAP_SUFFIXES = (".npy", *IMAGE_SUFFIXES, *ROS_MAP_SUFFIXES)
 """The file types a map may have."""
 DARK_BELOW = 128
 """Grey level (0-255) under which an image pixel is an obstacle."""
@@ -61,6 +65,11 @@ def map_shape(path: str | Path, downsample: int = 1) -> tuple[int, int]:
             raise MapError(f"{path}: not a readable .npy array ({error})") from None
         if len(shape) != 2:
             raise MapError(f"{path}: a .npy map must be 2-D, got shape {shape}")
+    elif path.suffix.lower() in ROS_MAP_SUFFIXES:
+        try:
+            shape = image_size(path)
+        except RosMapError as error:
+            raise MapError(str(error)) from None
     else:
         try:
             with Image.open(path) as image:
@@ -94,6 +103,11 @@ def load_map(path: str | Path, downsample: int = 1) -> LoadedMap:
     marker = None
     if path.suffix.lower() == ".npy":
         occupied = occupied_from_array(path)
+    elif path.suffix.lower() in ROS_MAP_SUFFIXES:
+        try:
+            occupied = read_ros_map(path).occupancy != 0  # unknown and occupied: walls
+        except RosMapError as error:
+            raise MapError(str(error)) from None
     else:
         try:
             with Image.open(path) as image:
