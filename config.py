@@ -158,7 +158,7 @@ class PPOConfig:
     update_dtype: Literal["float32", "bfloat16"] = "float32"
     """The float type of the update's minibatch passes through the trunks (``PolicyNet``'s
     ``trunk_dtype``, ``torch.autocast``): faster on CPUs with bf16 instructions, but its agents
-    travel longer per map (docs/performance.md, docs/results.md section 1); the weights, Adam,
+    travel longer per map (docs/performance.md, docs/results.md section 6); the weights, Adam,
     the logits and the losses stay float32. Collection and evaluation always run float32."""
 
     def __post_init__(self) -> None:

@@ -27,7 +27,7 @@ A pretrained file written with a map predictor (``python -m planner.files ... --
 both files of ``pretrained/``) also plays ``planner``: the agent weighing, for each move, the
 lookahead's cost in the world the predictor guesses (opened as the file says: v14) against a
 weight times its own log-probability (``planner.actor.planner_actor``; docs/results.md section
-8, v8). ``--planner PREDICTOR`` (a file of ``python -m planner.train_predictor``) plays it with that
+5, v8). ``--planner PREDICTOR`` (a file of ``python -m planner.train_predictor``) plays it with that
 predictor instead, its guess not opened, ``--prior-weight W`` with that weight (default: the
 file's, else 0.5) and ``--opening W`` with its guess opened by W x W squares of free cells (0: not
 opened; default: as the file's planner). A planner's episode costs about ten of the agent's;

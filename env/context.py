@@ -16,7 +16,7 @@ built once per belief change: O(map cells + nodes).
 may see: the fractions of the same two squares that are unknown and yet free (reachable) on the
 true map, i.e. how much a node's surroundings still hide. They are a diagnostic: a policy given
 them shows how much a perfect prediction of the unseen map would be worth (docs/results.md,
-section 8).
+section 4).
 """
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ Then by what is at stake: on the states where the agent's two likeliest moves di
 by that difference in cells (``STAKES``), how often each move is *right* (no dearer than the
 cheaper of the two) and what share of the agent's regret over the cheaper of the two falls in the
 bin. A policy could lose its travel in many small decisions or in a few costly ones; this says
-which (docs/results.md, section 8, "Where the agent loses"). ``--picture PATH`` draws the costliest
+which (docs/results.md, section 4, "Where the agent loses"). ``--picture PATH`` draws the costliest
 of the agent's mistakes there (``planner.decision_picture``): the state where its first move is dearer than its
 second by the most, with the route greedy travels after each on the true map.
 """

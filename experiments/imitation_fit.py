@@ -19,7 +19,7 @@ A setting may drop trailing feature columns the states carry (e.g. ``--variant
 trains on the same states, with or without those columns. No map is played: the question is
 only whether a network (another size, another start, other inputs) can fit the labels better
 than the shipped one, which the DAgger rounds could not show (their fit stayed at 0.66-0.69
-spacings, docs/results.md section 8). Prints one line per epoch and a table.
+spacings, docs/results.md section 4). Prints one line per epoch and a table.
 ``--save DIR`` keeps each setting's trained weights as a pretrained file (``DIR/base.pt``,
 ``DIR/variant_1.pt``, ...), for ``planner.imitation --init-from`` to go on with DAgger rounds.
 Ctrl-C ends the whole benchmark: the epochs finished so far are printed and written, no later

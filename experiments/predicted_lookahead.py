@@ -18,13 +18,13 @@ The predictor is ``--predictor``'s file, else the one ``--checkpoint`` carries
   ``planner_W``: ``planner.actor.planning_actor``, the lookahead's cost in node spacings less
   W times the policy's log-probability; with ``--end-price LAM``, each play-out's cost plus LAM
   per step from where it ends to the unknown the guess does not reach
-  (``planner.lookahead.far_unknown_price``: docs/results.md section 8, v18 and v26); with
+  (``planner.lookahead.far_unknown_price``: docs/results.md section 6, v18 and v26); with
   ``--candidates K``, pricing only the policy's K likeliest valid moves (v28).
 
 ``--told A-B`` is a diagnostic: the guess takes the true map on the unknown cells A to B steps past
 a known free cell (with ``--doubted P``, only those whose wall probability lies between P and
 1 - P), so the lookahead and the planners show what a predictor right on those cells would gain
-(docs/results.md section 8, "Which cells would pay?").
+(docs/results.md section 5, "Which cells would pay?").
 
 It prints each one's per-map travel against greedy's (and the planners' against the agent's);
 ``--json`` keeps every episode for ``compare.py``. A lookahead costs about 50 ms a floor-plan

@@ -4,7 +4,7 @@
     act = planner_actor(policy, read_planner(Path("pretrained/dungeon.pt")))   # act(obs, env) -> move
 
 A lookahead that knows the true map a few cells past what the robot has seen travels much less
-than greedy (docs/results.md, section 8); the robot does not know those cells, so the planner
+than greedy (docs/results.md, section 4); the robot does not know those cells, so the planner
 guesses them. Each move:
 
 1. **guess** (``predicted_guess``): the predictor (``predictor.MapPredictor``, trained by
@@ -79,7 +79,7 @@ def predicted_guess(net: MapPredictor, threshold: float = 0.5, within: int | Non
     cell guessed free that lies in no all-free w x w square of the guessed world (the known cells
     as the robot knows them) is a wall too: on the reference's floor plans at
     ``configs/dungeon.yaml``'s scale every free cell lies in an all-free 4 x 4 square
-    (docs/results.md section 8, v14), so a narrower free sliver is a wrong guess. It reads the
+    (docs/results.md section 5, v14), so a narrower free sliver is a wrong guess. It reads the
     belief only, except with ``told``: a diagnostic (``experiments.predicted_lookahead --told``) that
     sets the unknown cells ``told`` picks from the true map before the opening, to ask how much
     a predictor right on those cells would gain."""

@@ -25,7 +25,7 @@ value, ``learning.bootstrap``). The lookahead prices every valid move of a state
    oracle's move would teach the move most often best instead. Its gradient for a move is
    pi(a|s) times that move's advantage, so a peaked policy hardly learns about the moves it
    rarely takes; from random weights it collapses to one move a state within the first epoch
-   and stops learning (docs/results.md section 8): start it from trained weights
+   and stops learning (docs/results.md section 4): start it from trained weights
    (``--init-from``), or from random weights use the softmin below. ``--temperature T`` (in
    node spacings) minimises instead the cross-entropy to the softmin of the regrets,
 
@@ -50,7 +50,7 @@ step besides the env's steps.
 ``--reveal D`` prices the moves in a world that holds the true map only D steps past the cells
 the robot knows free, walls beyond (``planner.lookahead.revealed_within``), instead of the whole map:
 a teacher nearer what the observation can tell. Its lookahead alone travels 0.92 of greedy's
-distance on the floor plans at D = 5, the oracle's 0.84 (docs/results.md section 8), and its
+distance on the floor plans at D = 5, the oracle's 0.84 (docs/results.md section 4), and its
 labels depend on the cells just past the frontier, not on rooms a sensor range away.
 
 Each round also reports the regret on its new states before it trains on them: the regret of

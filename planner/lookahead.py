@@ -10,7 +10,7 @@ played in a copy of the env (``GridExploreEnv.lookahead_copy``), which holds the
 cost is privileged, known to a planner that sees the map and never to the policy. Its argmin is
 the move of the *oracle* (``greedy_lookahead_oracle``), the one-step policy improvement of greedy
 with the map known, which travels about 0.84 of greedy's distance on procedural maps and on the
-reference's floor plans (docs/results.md, sections 3 and 8): the room above greedy.
+reference's floor plans (docs/results.md, section 2): the room above greedy.
 
 Three users: ``experiments.headroom`` plays the oracle and the same lookahead in the robot's belief;
 ``LookaheadCosts`` reports C(s, .) for every state an env visits, and ``planner.imitation`` trains the
@@ -216,7 +216,7 @@ def guessed_lookahead(*guesses: Guess) -> Policy:
     slot's ``imagined_costs`` averaged over the worlds that price it; greedy's own move where no
     world prices any slot. One guess: the lookahead in its world. Several (``revealed_within``
     with noise and different seeds, say): the move least costly in expectation over them, which
-    one likeliest world does not weigh (docs/results.md, section 8)."""
+    one likeliest world does not weigh (docs/results.md, section 4)."""
     if not guesses:
         raise ValueError("guessed_lookahead needs at least one guess")
 
@@ -271,7 +271,7 @@ def far_unknown_price(weight: float, reach: int = 12) -> EndPrice:
     unknown cell more than ``reach`` steps past a known free cell (``within_steps``), where a map
     guess stops guessing; 0 where none is reachable. The guessed world ends a few cells past the
     known ones, so a play-out in it ends wherever the near clearing ends, and leaving a pocket for
-    later looks cheap: this prices the way back to the rest of the map (docs/results.md section 8,
+    later looks cheap: this prices the way back to the rest of the map (docs/results.md section 6,
     v18 and v26)."""
     if not weight >= 0:
         raise ValueError(f"weight={weight}: cells of travel a step, 0 or more")
@@ -291,7 +291,7 @@ def far_unknown_price(weight: float, reach: int = 12) -> EndPrice:
 def revealed_within(distance: int, noise: float = 0.0, seed: int = 0) -> Guess:
     """A diagnostic guess that reads the true map: its cells ``within_steps`` ``distance`` of
     what the robot knows free, walls beyond. How far past what the robot has seen a planner
-    needs to know the map (docs/results.md, section 8). With ``noise``, each unknown cell within
+    needs to know the map (docs/results.md, section 4). With ``noise``, each unknown cell within
     that reach is guessed wrong (wall for free, free for wall) with that probability, drawn
     afresh at every step from ``seed`` and the step count: how exact the guess must be."""
     if not 0.0 <= noise <= 1.0:

@@ -3,7 +3,7 @@
     python -m planner.train_predictor --config configs/dungeon.yaml --out runs/map_predictor.pt
         [--maps 3000] [--epochs 6] [--width 16] [--depth 3] [--flip] [--learning-rate 1e-3] [KEY=VALUE ...]
 
-docs/results.md (section 8) found that a lookahead which knows the true map a few cells past what
+docs/results.md (section 4) found that a lookahead which knows the true map a few cells past what
 the robot has seen travels much less than greedy (``experiments.headroom --reveal D``). This module
 asks whether a learned guess of those cells can stand in for the truth (``planner.actor`` plans in
 that guess):
@@ -50,7 +50,7 @@ LOSS_REACH = 12
 ones further off are the prior's and dilute what is learned near the frontier."""
 ACCURACY_REACH = 5
 """The held-out accuracy counts unknown cells this near a known free cell: where a lookahead
-knowing the truth already gains most (docs/results.md, section 8)."""
+knowing the truth already gains most (docs/results.md, section 4)."""
 KEEP = 0.3
 """The fraction of greedy's states kept as pairs: about ten a floor plan."""
 

@@ -57,7 +57,7 @@ def test_the_floor_plan_agent_carries_its_map_predictor_and_plans_a_floor_plan(t
     state = torch.load(ROOT / "pretrained" / "dungeon.pt", weights_only=True)["planner"]
     assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.25  # v17
     carried = read_planner(ROOT / "pretrained" / "dungeon.pt")
-    assert carried.opening == 4  # the floor plans' narrowest passage (docs/results.md section 8, v14)
+    assert carried.opening == 4  # the floor plans' narrowest passage (docs/results.md section 5, v14)
     policy, config = load_policy(ROOT / "pretrained" / "dungeon.pt")
     floor_plan(tmp_path / "plan.png")
     env = make_env(with_env_overrides(config.env, [f"map_dir={tmp_path}", "map_split=all"]))
@@ -69,7 +69,7 @@ def test_the_floor_plan_agent_carries_its_map_predictor_and_plans_a_floor_plan(t
 def test_the_default_agent_carries_its_map_predictor_and_plans_a_procedural_map():
     state = torch.load(ROOT / "pretrained" / "default.pt", weights_only=True)["planner"]
     assert state["predictor"]["format"] == PREDICTOR_FORMAT and state["prior_weight"] == 0.25
-    assert "map_dir" not in state["predictor"]["trained"]  # it learned procedural maps (docs/results.md section 3)
+    assert "map_dir" not in state["predictor"]["trained"]  # it learned procedural maps (docs/results.md section 5)
     carried = read_planner(ROOT / "pretrained" / "default.pt")
     assert carried.opening is None  # caves and obstacles maps have free cells in no free 2 x 2 square
     policy, config = load_policy(ROOT / "pretrained" / "default.pt")
