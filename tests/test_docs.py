@@ -485,10 +485,9 @@ def check_command(line: str, made: set[str] | None = None) -> list[str]:
     return problems
 
 
-def without_fences(text: str, keep: typing.Callable[[str], bool] = lambda lang: False) -> str:
-    """``text`` with each fenced block blanked (its lines kept, so line numbers hold) unless
-    ``keep(its language)``."""
-    return re.sub(r"```(\w*)\n.*?```", lambda m: m[0] if keep(m[1]) else "\n" * m[0].count("\n"), text, flags=re.DOTALL)
+def without_fences(text: str) -> str:
+    """``text`` with each fenced block blanked, its line breaks kept so that line numbers hold."""
+    return re.sub(r"```.*?```", lambda m: "\n" * m[0].count("\n"), text, flags=re.DOTALL)
 
 
 def commands_in(text: str, doc: str = "") -> list[tuple[int, str]]:
