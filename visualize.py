@@ -7,7 +7,8 @@
 
 Writes into ``--out``:
   pointer.gif                  every step of the episode, with the pointer's probability for each
-                               candidate neighbour drawn on the map (the chosen move outlined)
+                               candidate neighbour drawn on the map (the chosen move outlined),
+                               at least 512 px a side, under a band of the step, coverage and travel
   attention_matrix_layerL.png  per encoder layer L, one heat map per head (query rows, key columns)
   attention_map_layerL.png     per encoder layer L, the query node's attention drawn on the map
                                as lines whose width is the weight, one panel per head
@@ -48,7 +49,7 @@ from env.baselines import greedy
 from env.episode import Actor, run_episode
 from env.map_io import MapError
 from env.observation import CURRENT_INDEX, NEIGHBORS
-from env.rendering import save_gif
+from env.rendering import captioned, gif_scale, save_gif, status_caption
 from evaluation.play import AGENT, PLANNER, absent_map_dir_note, episode_options, load_policy, train_part_note
 from graph_batch import argmax_actor, collate
 from learning.envs import make_env, with_env_overrides
@@ -72,7 +73,7 @@ def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None)
     """One episode of the policy's argmax moves, played by ``env.episode.run_episode`` with
     ``argmax_actor`` (so the moves are ``evaluate.py``'s on the same map); per step the frame (None
     unless ``env`` renders), observation, move, attention (the readable path's weights), the
-    belief ([H, W], inside the padding) and the robot's cell."""
+    belief ([H, W], inside the padding), the robot's cell and the GIF's caption (step, coverage, travel)."""
     steps, choose = [], argmax_actor(policy)
 
     def act(obs: dict, world: gym.Env) -> int:
@@ -84,7 +85,8 @@ def record_episode(policy, env: gym.Env, seed: int, options: dict | None = None)
         steps.append({"frame": world.render() if world.render_mode else None, "obs": obs, "action": action,
                       "positions": world.graph.positions().copy(), "probs": attention.pointer[0].numpy(),
                       "encoder": [w[0].numpy() for w in attention.encoder],
-                      "belief": inner.belief[p:-p, p:-p].copy(), "cell": inner.path[-1]})
+                      "belief": inner.belief[p:-p, p:-p].copy(), "cell": inner.path[-1],
+                      "caption": status_caption(inner)})
         return action
 
     run_episode(env, act, seed, options=options)
@@ -118,8 +120,8 @@ def draw_heads_compared(policies: dict[str, torch.nn.Module], step: dict, at: in
     weights = {label: encoder_attention(policy, [step])[0] for label, policy in policies.items()}
     for layer in range(min(len(per_layer) for per_layer in weights.values())):
         rows = {label: per_layer[layer] for label, per_layer in weights.items()}
-        picture = attention_rows_on_map(step["frame"], step["positions"], rows, query,
-                                        f"encoder layer {layer}, step {at}: node {query} attends to")
+        title = f"encoder layer {layer}, step {at}: node {query} (star) attends to the red nodes, line width = weight"
+        picture = attention_rows_on_map(step["frame"], step["positions"], rows, query, title)
         Image.fromarray(picture).save(out / f"heads_compared_layer{layer}.png")
 
 
@@ -237,13 +239,16 @@ def draw(argv: list[str] | None) -> int:
     for step in steps:
         obs = step["obs"]
         candidates = obs[NEIGHBORS][int(obs[CURRENT_INDEX])]
-        frames.append(pointer_overlay(step["frame"], step["positions"], candidates, step["probs"], step["action"]))
+        picture = pointer_overlay(step["frame"], step["positions"], candidates, step["probs"], step["action"],
+                                  scale=gif_scale(step["frame"].shape))
+        frames.append(captioned(picture, step["caption"]))
     save_gif(frames, args.out / "pointer.gif", fps=args.fps)
     for layer, weights in enumerate(chosen["encoder"]):
         title = f"encoder layer {layer}, step {at}"
-        matrix = attention_heatmaps(weights, chosen["obs"]["node_mask"], title)
+        matrix = attention_heatmaps(weights, chosen["obs"]["node_mask"], f"{title}: each query node's attention")
         Image.fromarray(matrix).save(args.out / f"attention_matrix_layer{layer}.png")
-        on_map = attention_on_map(chosen["frame"], chosen["positions"], weights, query, f"{title}: node {query} attends to")
+        on_map = attention_on_map(chosen["frame"], chosen["positions"], weights, query,
+                                  f"{title}: node {query} (star) attends to the red nodes, line width = weight")
         Image.fromarray(on_map).save(args.out / f"attention_map_layer{layer}.png")
     print(f"{len(steps)} steps; wrote {args.out}/pointer.gif, routes.png and {2 * len(chosen['encoder'])} "
           f"attention pictures")

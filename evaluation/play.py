@@ -12,7 +12,7 @@ from config import Config, EnvConfig
 from env.episode import Actor, EpisodeResult, run_episode
 from env.map_collection import GLOB_CHARS, find_split
 from env.observation import NODE_FEATURE_NAMES
-from env.rendering import save_gif
+from env.rendering import GifFrames, save_gif
 from evaluation.stats import mean_ci
 from learning.envs import make_env
 from policy import PolicyNet, build_policy
@@ -60,7 +60,8 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
     ``stop`` requested (a signal: ``StopOnSignal``) ends it after the map in play with every
     actor's results over the same first maps (``played_maps``).
 
-    With ``gif``, the first actor's first episode is saved there.
+    With ``gif``, the first actor's first episode is saved there (``env.rendering.gif_frame``s: the
+    map enlarged to at least 512 px, under a band of the step, coverage and travel).
     """
     env = make_env(env_config, render_mode="rgb_array" if gif else None)
     results: dict[str, list[EpisodeResult]] = {name: [] for name in actors}
@@ -71,8 +72,8 @@ def evaluate_actors(actors: Mapping[str, Actor], env_config: EnvConfig, episodes
                 break
             for name, act in actors.items():
                 record = gif is not None and name == first and i == first_episode
-                result, frames = run_episode(env, act, eval_episode_seed(seed, i), record=record,
-                                             options=episode_options(env_config, i))
+                result, frames = run_episode(GifFrames(env) if record else env, act, eval_episode_seed(seed, i),
+                                             record=record, options=episode_options(env_config, i))
                 results[name].append(result)
                 if record:
                     save_gif(frames, gif)

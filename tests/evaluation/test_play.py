@@ -1,8 +1,11 @@
 """Travel ratios and summaries, against hand-computed values; the order maps are played in, and a stop."""
 import math
+from itertools import pairwise
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from config import EnvConfig
 from env.baselines import BASELINES
@@ -90,3 +93,18 @@ def test_the_report_counts_the_cycles_broken_and_the_table_foot_names_them():
     assert report["cycles_broken"] == {"agent": {"cycles": 3, "maps": 2}, "greedy": {"cycles": 0, "maps": 0}}
     assert cycles_line(report).endswith("docs/environment.md): agent 3 on 2 of 3 maps")
     assert cycles_line(evaluation_report({"greedy": [episode(0)]}, 1, 0, EnvConfig())).endswith(": none")
+
+
+def test_the_gif_is_of_the_first_actors_first_map_enlarged_with_a_step_label_per_frame(tmp_path):
+    env_config = EnvConfig(kwargs={"map_size": 16, "max_steps": 40})
+    results = evaluate_actors({"greedy": BASELINES["greedy"], "random": BASELINES["random"]}, env_config, 2, seed=0,
+                              gif=tmp_path / "episode.gif", progress=False)
+    with Image.open(tmp_path / "episode.gif") as gif:
+        assert gif.n_frames == results["greedy"][0].steps + 1  # the reset, then every move
+        width, height = gif.size
+        assert width == 512 and 20 <= height - width <= 60  # 16 x 16 cells, 4 x 8 px each, under a caption band
+        bands = []
+        for i in range(gif.n_frames):
+            gif.seek(i)
+            bands.append(np.asarray(gif.convert("RGB"))[: height - width])
+    assert all(not np.array_equal(a, b) for a, b in pairwise(bands))

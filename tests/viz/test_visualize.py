@@ -1,4 +1,6 @@
 """visualize.py on a trained smoke run: every picture is written, and the weights it draws are distributions."""
+from itertools import pairwise
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -25,6 +27,13 @@ def test_writes_the_gif_the_routes_and_two_pictures_per_encoder_layer(smoke_run,
     assert names == sorted(expected)
     gif = Image.open(tmp_path / "pointer.gif")
     assert gif.n_frames > 1
+    width, height = gif.size  # a 16 x 16 map, 128 px rendered: enlarged 4 times, under its caption band
+    assert width == 512 and 20 <= height - width <= 60
+    bands = []
+    for i in range(gif.n_frames):
+        gif.seek(i)
+        bands.append(np.asarray(gif.convert("RGB"))[: height - width])
+    assert all(not np.array_equal(a, b) for a, b in pairwise(bands))  # the step label, frame by frame
 
 
 def test_draws_the_guess_of_the_map_predictor_the_checkpoint_carries_or_names(smoke_run, tmp_path, capsys):
