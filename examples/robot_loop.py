@@ -20,14 +20,15 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere in a checkout
 
-from explorer import Explorer  # noqa: E402
+from explorer import Explorer
 
 
 class Simulator:
-    """A robot on a true map ([H, W] bool walls) with a line-of-sight sensor of ``sensor_range`` cells."""
+    """A robot on a true map ([H, W] bool walls) with a line-of-sight sensor of ``sensor_range``
+    cells, which with ``sees_sides`` also sees the four sides of each free cell it sees."""
 
-    def __init__(self, walls: np.ndarray, start: tuple[int, int], sensor_range: int) -> None:
-        self.walls, self.robot, self.sensor_range = walls, start, sensor_range
+    def __init__(self, walls: np.ndarray, start: tuple[int, int], sensor_range: int, sees_sides: bool = True) -> None:
+        self.walls, self.robot, self.sensor_range, self.sees_sides = walls, start, sensor_range, sees_sides
         self.belief = np.full(walls.shape, -1, dtype=np.int8)
         self.travel = 0.0
         radius = sensor_range
@@ -38,8 +39,8 @@ class Simulator:
         self.sense()
 
     def sense(self) -> None:
-        """Mark every cell in range whose centre the robot's centre sees past no wall, and the
-        four sides of each free one (a wall's face, seen across the floor in front of it)."""
+        """Mark every cell in range whose centre the robot's centre sees past no wall, and (with
+        ``sees_sides``) the four sides of each free one: a wall's face, seen across the floor in front of it."""
         height, width = self.walls.shape
         row, col = self.robot
         for (dr, dc), between in self.rays:
@@ -49,7 +50,7 @@ class Simulator:
             if all(0 <= row + br < height and 0 <= col + bc < width and not self.walls[row + br, col + bc]
                    for br, bc in between):
                 self.belief[r, c] = 100 if self.walls[r, c] else 0
-                if not self.walls[r, c]:
+                if self.sees_sides and not self.walls[r, c]:
                     for sr, sc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
                         if 0 <= sr < height and 0 <= sc < width:
                             self.belief[sr, sc] = 100 if self.walls[sr, sc] else 0
@@ -136,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.map is None:
         walls, start = rooms(40, args.seed)
     else:
-        from env.ros_map import read_ros_map  # reading the map file; the simulation is this file's own
+        from env.ros_map import (
+            read_ros_map,  # reading the map file; the simulation is this file's own
+        )
 
         occupancy = read_ros_map(args.map).occupancy
         d = args.downsample

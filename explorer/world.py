@@ -33,7 +33,6 @@ from env.lattice import build_lattice, cells_before_sites, lattice_point_of, n_s
 from env.maps import GridMap
 from env.sensing import FREE, OCCUPIED, UNKNOWN
 
-
 MAP_SOURCE_KEYS = ("map_file", "map_dir", "map_split", "map_downsample", "start", "map_size", "map_family")
 """Env settings about where maps come from: a robot's map comes from the robot."""
 

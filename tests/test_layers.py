@@ -22,10 +22,14 @@ FORBIDDEN = {  # package or module -> top-level modules it must never import (do
     "cluster": {"planner", "viz", "bench", "experiments", *PROGRAMS},
     "planner": {"cluster", "bench", "experiments", *PROGRAMS, "ray"},
     "viz": {"learning", "run", "cluster", "planner", "bench", "experiments", *PROGRAMS, "ray"},
+    "explorer": {"learning", "cluster", "viz", "bench", "experiments", *PROGRAMS, "ray"},
+    "examples": {"env", *NETWORK, *ABOVE_THE_CORE, *PROGRAMS, "ray", "torch"},
 }
-ALLOWED = {"learning/choose_collector.py": {"cluster.rollout_actors", "cluster.connect"}}
+ALLOWED = {"learning/choose_collector.py": {"cluster.rollout_actors", "cluster.connect"},
+           "examples/robot_loop.py": {"env.ros_map"}}
 """The one import upwards: ``env.vector: ray`` picks the Ray collector where every collector is
-chosen (imported inside the function, so nothing else in a run loads Ray)."""
+chosen (imported inside the function, so nothing else in a run loads Ray). And the robot loop's
+one import of the env: it reads a ROS map file; its simulation is its own."""
 
 
 def project_modules() -> dict[str, object]:

@@ -85,6 +85,19 @@ def test_planner_speed_times_each_part_of_the_planners_move(capsys):
     assert 97 <= sum(shares) <= 103  # each share rounded on its own
 
 
+def test_explorer_speed_times_agent_and_planner_beside_evaluates_move(capsys):
+    """A row per player, with the Explorer's decisions counted and the peer's time a move."""
+    from bench import explorer_speed
+
+    assert explorer_speed.main(["--checkpoint", "pretrained/default.pt", "--episodes", "1", "--env", "map_size=16"]) == 0
+    out = capsys.readouterr().out
+    for player in ("agent", "planner"):
+        row = re.search(rf"^\| {player} \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", out, re.MULTILINE)
+        assert row, out
+        median, mean, decisions, peer, ratio = map(float, row.groups())
+        assert decisions >= 2 and median > 0 and peer > 0 and ratio == pytest.approx(mean / peer, abs=0.01)
+
+
 def test_a_stopped_planner_speed_prints_no_figures_and_puts_every_function_back(monkeypatch, capsys):
     patched = (lookahead_module.imagined_world, lookahead_module.lookahead_costs, actor_module.forward_each)
 
