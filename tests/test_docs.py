@@ -79,7 +79,7 @@ PROJECT_DIRS = ("bench", "cluster", "configs", "decoder", "docs", "encoder", "en
 REFERENCE_FILES = {"ppo.py", "model.py", "worker.py", "driver.py", "runner.py", "parameter.py", "graph_generator.py",
                    "ground_truth_graph.py", "node.py", "env.py", "agent.py", "local_node_manager_quadtree.py"}
 """Files of the reference code (and of later marmotlab code, and CleanRL's ``ppo.py``) the docs name."""
-NOT_OURS = {"QNet", "Normalization", "Worker", "Node", "Categorical", "Function", "TransformerConv", "INPUT_DIM",
+NOT_OURS = {"QNet", "OccupancyGrid", "Normalization", "Worker", "Node", "Categorical", "Function", "TransformerConv", "INPUT_DIM",
             "NODE_PADDING_SIZE", "K_SIZE", "DungeonMaps", "Discrete", "RAY_ADDRESS", "TORCH_EXTENSIONS_DIR",
             "SCHED_BATCH", "TORCH_LIBRARY", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOMP_SPINCOUNT",
             "OMP_WAIT_POLICY"}
@@ -685,3 +685,15 @@ def test_the_readme_stays_a_short_users_document():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert len(lines) <= 250, f"README.md has {len(lines)} lines; at most 250 (the rest belongs in docs/)"
     assert lines[3].startswith("make train") and lines[4].startswith("make test")  # the first two commands
+
+
+def test_the_readmes_policy_snippet_runs_as_pasted():
+    """The README's snippet under "The policy network", run as it stands: it makes its own ``obs``."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## The policy network"):]
+    snippet = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    namespace: dict = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)  # noqa: S102 - the project's own README
+    logits, value, attention = namespace["logits"], namespace["value"], namespace["attention"]
+    assert logits.shape[-1] == namespace["obs"]["action_mask"].shape[-1] and value.numel() == 1
+    assert len(attention.encoder) == 6  # a [B, H, N, N] weight per encoder layer of the default config
