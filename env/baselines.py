@@ -8,7 +8,7 @@ no longer forward attributes), the state ``obs`` shows, so play-outs can move a 
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np

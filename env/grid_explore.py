@@ -132,7 +132,6 @@ class GridExploreEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        cfg = self.config
         grid_map, self.map_family, self.map_file = self._draw_map((options or {}).get("map_index"))
         self._set_world(grid_map)
         # Outside the map is known wall: it never counts as news or as a frontier's unknown side.
@@ -157,7 +156,7 @@ class GridExploreEnv(gym.Env):
         self._refresh()
         return self._observation(), self._info(new_cells, invalid=False)
 
-    def lookahead_copy(self) -> "GridExploreEnv":
+    def lookahead_copy(self) -> GridExploreEnv:
         """An independent copy to play ahead in, sharing with this env what an episode never changes.
 
         The map, its lattice, the spaces and the sensor sweeps cached per edge are shared (a sweep

@@ -26,7 +26,14 @@ import numpy as np
 import yaml
 from PIL import Image
 
-from env.map_io import MAP_SUFFIXES, ROS_MAP_SUFFIXES, LoadedMap, MapError, load_map, map_shape
+from env.map_io import (
+    MAP_SUFFIXES,
+    ROS_MAP_SUFFIXES,
+    LoadedMap,
+    MapError,
+    load_map,
+    map_shape,
+)
 from env.settings import GridExploreConfig
 
 VALIDATION_EVERY = 10
@@ -59,7 +66,7 @@ class MapCollection:
         shapes = [map_shape(path, downsample) for path in paths]  # headers only
         self.shape = (max(h for h, _ in shapes), max(w for _, w in shapes))
 
-    def __deepcopy__(self, memo: dict) -> "MapCollection":
+    def __deepcopy__(self, memo: dict) -> MapCollection:
         return self  # never changed after construction: an env's copies share it (lookahead copies are many)
 
     def __len__(self) -> int:
