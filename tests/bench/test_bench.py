@@ -95,7 +95,7 @@ def test_explorer_speed_times_agent_and_planner_beside_evaluates_move(capsys):
         row = re.search(rf"^\| {player} \| ([\d.]+) \| ([\d.]+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", out, re.MULTILINE)
         assert row, out
         median, mean, decisions, peer, ratio = map(float, row.groups())
-        assert decisions >= 2 and median > 0 and peer > 0 and ratio == pytest.approx(mean / peer, abs=0.01)
+        assert decisions >= 2 and median > 0 and peer > 0 and ratio == pytest.approx(mean / peer, rel=0.05)  # each printed to 0.1 ms
 
 
 def test_a_stopped_planner_speed_prints_no_figures_and_puts_every_function_back(monkeypatch, capsys):
