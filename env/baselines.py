@@ -26,6 +26,9 @@ def random_valid(obs: dict, env: gym.Env) -> int:
     return int(valid[env.unwrapped.np_random.integers(len(valid))])
 
 
+random_valid.draws_at_random = True  # back in a state, it draws again: no cycle to break (env.episode.run_episode)
+
+
 def nearest_frontier_move(world: GridExploreEnv) -> int:
     """First hop of the shortest graph path to the nearest node with utility > 0 (stay if none):
     the first node of the robot's guidepost."""

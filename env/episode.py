@@ -78,12 +78,14 @@ class CycleBreaker:
 def run_episode(env: gym.Env, act: Actor, seed: int, record: bool = False, options: dict | None = None
                 ) -> tuple[EpisodeResult, list[np.ndarray]]:
     """One episode from ``env.reset(seed=seed, options=options)``, ``act``'s moves passed through a
-    ``CycleBreaker`` (an env without ``state_key`` plays them as they are); with ``record`` also
-    its rendered frames."""
+    ``CycleBreaker`` (an env without ``state_key``, or a player marked ``draws_at_random``, such
+    as the random baseline, plays them as they are: a player that draws its moves does not go
+    round); with ``record`` also its rendered frames."""
     obs, info = env.reset(seed=seed, options=options)
     frames = [env.render()] if record else []
     total, steps = 0.0, 0
-    breaker = CycleBreaker() if hasattr(env.unwrapped, "state_key") else None
+    breaker = (CycleBreaker() if hasattr(env.unwrapped, "state_key") and not getattr(act, "draws_at_random", False)
+               else None)
     while True:
         move = act(obs, env.unwrapped)
         if breaker is not None:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import env  # noqa: F401  (registers the envs)
-from env.baselines import greedy, nearest_frontier
+from env.baselines import greedy, nearest_frontier, random_valid
 from env.episode import CycleBreaker, run_episode
 from env.observation import ACTION_MASK, CURRENT_INDEX, NEIGHBORS
 from env.sensing import UNKNOWN
@@ -57,6 +57,20 @@ def test_a_player_that_never_comes_back_to_a_state_plays_as_alone(player):
         result, _ = run_episode(env_, lambda obs, world: played.append(player(obs, world)) or played[-1], seed)
         assert finished and result.success and result.cycles_broken == 0
         assert len(played) == len(alone) == result.steps and played == alone
+
+
+def test_the_random_player_draws_as_alone():
+    """A player that draws its moves meets states again and repeats moves by chance, and is not
+    going round: it plays without the rule, move for move as alone (the same draws of the env's
+    generator), its failures its own."""
+    env_ = gym.make("GridExplore-v0", map_size=24, max_steps=60)
+    unfinished = 0
+    for seed in range(6):
+        alone, finished = unbroken(env_, random_valid, seed)
+        result, _ = run_episode(env_, random_valid, seed)
+        assert result.steps == len(alone) and result.success == finished and result.cycles_broken == 0
+        unfinished += not finished
+    assert unfinished > 0  # with the rule, greedy would have finished them
 
 
 def test_greedy_leads_from_an_exact_state_met_again_until_a_cell_is_newly_seen():
