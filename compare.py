@@ -5,7 +5,7 @@
     python compare.py PART.json [PART.json ...] --base PART.json [PART.json ...] --join
 
 Both reports must cover the same held-out maps: the same ``--seed``, the same environment
-settings and the same first episode (``experiments.predicted_lookahead --first-episode``; episode i's map
+settings and the same first episode (``evaluate.py --first-episode``; episode i's map
 depends on nothing else, so reports of different lengths are compared over the episodes both ran);
 reports over a ``map_dir`` must also name the same map files in the same order (the folder's files
 may have changed between them). Each policy of NEW is paired with

@@ -1,6 +1,6 @@
 """Evaluate a trained policy against the baselines on the same held-out maps.
 
-    python evaluate.py --checkpoint runs/default [--episodes 100] [--seed 0] [--policy all | NAME ...]
+    python evaluate.py --checkpoint runs/default [--episodes 100] [--first-episode 0] [--seed 0] [--policy all | NAME ...]
                        [--env map_size=48 ...] [--json results.json] [--gif episode.gif]
                        [--workers N [--address HOST:PORT]] [--planner PREDICTOR] [--prior-weight W]
                        [--opening W] [--resume]
@@ -16,7 +16,9 @@ of the maps) with exactly the serial results.
 
 ``--env map_dir=FOLDER`` (or a glob, ``map_dir='maps/*.png'``) evaluates every map of the
 collection once, in its sorted order (a natural sort of the names): episode i plays map i, at most
-``--episodes`` of them (fewer when the folder holds fewer, as the output says). Every map is
+``--episodes`` of them (fewer when the folder holds fewer, as the output says), from map
+``--first-episode`` on (procedural maps: from that held-out episode; a part of an evaluation, as
+``compare.py`` joins parts, e.g. the floor plans not used to tune a planner). Every map is
 checked before the first episode, and ``--json`` records each episode's ``map_file``, so
 ``compare.py`` pairs the results map by map. A checkpoint trained on a folder's ``train`` part
 (``configs/dungeon.yaml``, ``pretrained/dungeon.pt``) plays that part unless ``--env map_split=``
@@ -151,15 +153,16 @@ def planner_settings(planner: Planner, predictor: Path) -> dict:
     return {"predictor": str(predictor), "prior_weight": planner.prior_weight, "opening": planner.opening}
 
 
-def resumed(path: Path, names: list[str], seed: int, env_config: EnvConfig, settings: dict
+def resumed(path: Path, names: list[str], seed: int, env_config: EnvConfig, settings: dict, first_episode: int = 0
             ) -> dict[str, list[EpisodeResult]]:
     """The episodes of the report at ``path``, to be continued: made by ``names`` with this
     ``seed``, environment and ``settings`` (checkpoint, planner), else ``ValueError`` naming
-    what differs. Its maps are the first ones of any evaluation with those settings."""
+    what differs. Its maps are the first ones of any evaluation with those settings from
+    held-out episode ``first_episode`` on."""
     if not path.is_file():
         raise ValueError(f"{path}: no report to continue")
     report = load_report(path)
-    mine = {"first_episode": 0, "seed": seed, "env": json.loads(json.dumps(asdict(env_config))), "policies": names,
+    mine = {"first_episode": first_episode, "seed": seed, "env": json.loads(json.dumps(asdict(env_config))), "policies": names,
             **settings}
     theirs = {"first_episode": report.first_episode, "seed": report.seed, "env": report.env,
               "policies": list(report.episodes), **{key: report.header.get(key) for key in settings}}
@@ -178,7 +181,8 @@ def evaluate_in_parallel(actors: dict, policy, planner, env_config: EnvConfig, a
     from cluster.parallel_evaluation import evaluate_on_ray
     names = list(actors)
     if args.gif is not None:
-        evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False)
+        evaluate_actors({names[0]: actors[names[0]]}, env_config, 1, args.seed, gif=args.gif, progress=False,
+                        first_episode=first)
     with ray_session(args.address):
         players = {PLANNER: portable_planner(planner)} if PLANNER in names else {}
         return evaluate_on_ray(names, policy if {AGENT, PLANNER} & set(names) else None, env_config, episodes,
@@ -191,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="configs/default.yaml", help="env settings when no checkpoint is given")
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--seed", type=int, default=0, help="selects the held-out maps")
+    parser.add_argument("--first-episode", type=int, default=0, metavar="I",
+                        help="start at held-out episode I (with a map_dir: map I of its order; default 0)")
     parser.add_argument("--policy", nargs="+", default=["all"], choices=["all", AGENT, PLANNER, *BASELINES],
                         help="the policies to play (default: all), e.g. --policy planner greedy")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
@@ -224,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--opening must be >= 0 (0: not opened), got {args.opening}")
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if args.first_episode < 0:
+        parser.error(f"--first-episode must be >= 0, got {args.first_episode}")
     if args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     if args.seed < 0:
@@ -263,10 +271,14 @@ def main(argv: list[str] | None = None) -> int:
     maps = map_dir_size(env_config)
     if note := train_part_note(env_config):
         print(note, file=sys.stderr)
-    if maps is not None and args.episodes > maps:
+    if maps is not None and args.first_episode >= maps:
+        parser.error(f"--first-episode {args.first_episode}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} "
+                     f"maps (0-{maps - 1})")
+    if maps is not None and args.first_episode + args.episodes > maps:
         print(f"--episodes {args.episodes}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} maps; "
-              f"evaluating each once ({maps} episodes)", file=sys.stderr)
-        args.episodes = maps
+              f"evaluating each once from map {args.first_episode} ({maps - args.first_episode} episodes)",
+              file=sys.stderr)
+        args.episodes = maps - args.first_episode
     actors.update(BASELINES)
     if "all" not in args.policy:  # in the usual order, whatever the order asked
         actors = {name: act for name, act in actors.items() if name in args.policy}
@@ -276,14 +288,15 @@ def main(argv: list[str] | None = None) -> int:
     earlier: dict[str, list[EpisodeResult]] = {name: [] for name in actors}
     if args.resume:
         try:
-            earlier = resumed(args.json, list(actors), args.seed, env_config, settings)
+            earlier = resumed(args.json, list(actors), args.seed, env_config, settings, args.first_episode)
         except ValueError as error:
             parser.error(f"--resume: {error}")
         if played_maps(earlier) >= args.episodes:
             print(f"--resume: {args.json} already holds {played_maps(earlier)} maps; nothing to play", file=sys.stderr)
             return 0
-        print(f"--resume: {args.json} holds maps 0-{played_maps(earlier) - 1}; playing the rest", file=sys.stderr)
-    first, left = played_maps(earlier), args.episodes - played_maps(earlier)
+        print(f"--resume: {args.json} holds maps {args.first_episode}-{args.first_episode + played_maps(earlier) - 1}; "
+              f"playing the rest", file=sys.stderr)
+    first, left = args.first_episode + played_maps(earlier), args.episodes - played_maps(earlier)
     with StopOnSignal(RAY_STOP_PLAN if args.workers > 1 else STOP_PLAN) as stop:
         try:
             if args.workers > 1:
@@ -297,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as error:  # no cluster at --address
             parser.error(f"--address: {error}")
     results = {name: earlier[name] + results[name] for name in actors}
-    report, exit_code = finished_report(results, stop, args.episodes, args.seed, env_config)
+    report, exit_code = finished_report(results, stop, args.episodes, args.seed, env_config, args.first_episode)
     if report is None:
         return exit_code
     report.update(settings)

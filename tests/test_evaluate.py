@@ -280,3 +280,28 @@ def test_opening_opens_a_named_predictors_guess_as_a_carried_opening_does(tmp_pa
         travel[name] = [r["travel_distance"] for r in json.loads((tmp_path / "r.json").read_text())["per_episode"]["planner"]]
     assert travel["named"] == travel["carried"]
     assert travel["not opened"] != travel["carried"]
+
+
+def test_first_episode_plays_a_part_that_joins_the_rest(tmp_path, capsys):
+    """Maps 2-4 from --first-episode 2 are the whole run's maps 2-4 exactly, and compare.py joins
+    the two parts into the whole; a resumed part keeps its start; bad starts are named."""
+    import compare
+
+    argv = ["--policy", "greedy", "--config", str(SMOKE)]
+    whole, head, tail = tmp_path / "whole.json", tmp_path / "head.json", tmp_path / "tail.json"
+    assert evaluate.main([*argv, "--episodes", "5", "--json", str(whole)]) == 0
+    assert evaluate.main([*argv, "--episodes", "2", "--json", str(head)]) == 0
+    assert evaluate.main([*argv, "--episodes", "3", "--first-episode", "2", "--json", str(tail)]) == 0
+    whole_, tail_ = json.loads(whole.read_text()), json.loads(tail.read_text())
+    assert tail_["first_episode"] == 2 and tail_["per_episode"]["greedy"] == whole_["per_episode"]["greedy"][2:]
+    with pytest.raises(SystemExit):  # the tail resumed as if it started at map 0
+        evaluate.main([*argv, "--episodes", "3", "--json", str(tail), "--resume"])
+    assert "first_episode 2 there, 0 now" in capsys.readouterr().err
+    assert evaluate.main([*argv, "--episodes", "3", "--first-episode", "2", "--json", str(tail), "--resume"]) == 0
+    assert "already holds 3 maps" in capsys.readouterr().err
+    capsys.readouterr()
+    assert compare.main([str(head), str(tail), "--join", "--base", str(whole), "--policy", "greedy"]) == 0
+    assert "1.000 ± 0.000" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        evaluate.main([*argv, "--first-episode", "-1"])
+    assert "--first-episode must be >= 0, got -1" in capsys.readouterr().err
