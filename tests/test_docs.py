@@ -691,7 +691,7 @@ def test_the_readmes_policy_snippet_runs_as_pasted():
     """The README's snippet under "The policy network", run as it stands: it makes its own ``obs``."""
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## The policy network"):]
-    snippet = re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    snippet = re.search(r"```python\n(.*?)```", section, flags=re.DOTALL).group(1)
     namespace: dict = {}
     exec(compile(snippet, "README.md", "exec"), namespace)  # noqa: S102 - the project's own README
     logits, value, attention = namespace["logits"], namespace["value"], namespace["attention"]
