@@ -13,7 +13,15 @@ import planner.imitation as imitation
 from env.grid_explore import GridExploreEnv
 from env.observation import ACTION_MASK
 from evaluation.play import load_policy
-from experiments import best_move, headroom, imitation_fit, neighbor_crossover, padding_trim, size_buckets
+from experiments import (
+    best_move,
+    explorer_travel,
+    headroom,
+    imitation_fit,
+    neighbor_crossover,
+    padding_trim,
+    size_buckets,
+)
 from graph_batch import forward_each
 from planner.imitation import Labelled, fit_on
 from planner.lookahead import travel_after
@@ -32,6 +40,10 @@ from tests.map_folders import MAP_ORDER, write_maps
      "| agent right | greedy right | planner right | revealed_2 right | share of the agent's regret |"),
     (neighbor_crossover, ["--nodes", "8", "--degrees", "2", "8", "--rounds", "1", "--repeats", "1"],
      "N=   8 degree=  8 (N / degree  1.0): kernel speed over SDPA"),
+    (explorer_travel, ["--episodes", "2", "--env", "map_size=16"],
+     "lattice from the belief alone, sides seen: Explorer's travel / evaluate.py's "),
+    (explorer_travel, ["--episodes", "1", "--env", "map_size=16", "--layout", "--no-sides"],
+     "lattice from the map's walls, no sides seen: Explorer's travel / evaluate.py's "),
 ])
 def test_experiment_prints_its_figures(module, argv, expected, monkeypatch, capsys):
     assert expected in printed_by(module, argv, monkeypatch, capsys)
