@@ -4,7 +4,8 @@ The simulator holds the true map and casts its own rays; the Explorer sees only 
 simulator keeps and the robot's cell, from the belief alone (no layout). On maps the env draws
 (their walls only), every map is explored whole, every step of every path enters a cell the
 belief knew free (``Simulator.follow`` refuses any other), and the travel is the env's agent's
-on the same map within a few percent (12 maps: 1.000 +- 0.027 of evaluate's travel, map by map).
+on the same map within a few percent (``python -m experiments.explorer_travel --episodes 100``:
+0.997 +- 0.018 of evaluate's travel, map by map).
 """
 from __future__ import annotations
 
