@@ -48,7 +48,7 @@ class ModelConfig:
     """C in the pointer's logits C * tanh(...) (reference: 10)."""
     attention_impl: str = "auto"
     """Attention implementation, one of ``ATTENTION_IMPLS`` (reference, sdpa,
-    neighbours, sparse, auto): all give the same result. auto takes the compiled neighbours kernel
+    neighbors, sparse, auto): all give the same result. auto takes the compiled neighbors kernel
     on the CPU when at most half the (query, key) pairs are allowed (this project's graphs and the
     reference's), else sdpa (docs/performance.md)."""
     separate_critic: bool = False
