@@ -275,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--first-episode {args.first_episode}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} "
                      f"maps (0-{maps - 1})")
     if maps is not None and args.first_episode + args.episodes > maps:
+        start = f" from map {args.first_episode}" if args.first_episode else ""
         print(f"--episodes {args.episodes}: map_dir={env_config.kwargs['map_dir']!r} holds {maps} maps; "
-              f"evaluating each once from map {args.first_episode} ({maps - args.first_episode} episodes)",
-              file=sys.stderr)
+              f"evaluating each once{start} ({maps - args.first_episode} episodes)", file=sys.stderr)
         args.episodes = maps - args.first_episode
     actors.update(BASELINES)
     if "all" not in args.policy:  # in the usual order, whatever the order asked

@@ -119,6 +119,18 @@ def test_a_map_folder_is_evaluated_map_by_map_in_sorted_order(untrained_run, tmp
         {name: maps for name in ("agent", "random", "nearest_frontier", "greedy")}
 
 
+def test_a_part_of_a_map_folder_starts_at_its_map(tmp_path, capsys):
+    folder = write_maps(tmp_path / "maps")
+    argv = ["--policy", "greedy", "--config", str(SMOKE), "--env", f"map_dir={folder}", "--json", str(tmp_path / "r.json")]
+    assert evaluate.main([*argv, "--first-episode", "1", "--episodes", "10"]) == 0
+    assert "holds 4 maps; evaluating each once from map 1 (3 episodes)" in capsys.readouterr().err
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [e["map_file"] for e in report["per_episode"]["greedy"]] == MAP_ORDER[1:]
+    with pytest.raises(SystemExit):
+        evaluate.main([*argv, "--first-episode", "4"])
+    assert "--first-episode 4: map_dir=" in (err := capsys.readouterr().err) and "holds 4 maps (0-3)" in err
+
+
 @pytest.mark.parametrize("split", ["train", "validation", "all"])
 def test_an_evaluation_on_a_folders_training_part_says_so(tmp_path, capsys, split):
     folder = write_maps(tmp_path / "maps", {f"{i}.png": (12, 12) for i in range(30)})  # both parts hold maps
