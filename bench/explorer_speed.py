@@ -16,14 +16,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 from bench.planner_speed import seconds_and_moves
+from bench.train_speed import timing
 from evaluation.play import absent_map_dir_note, episode_options, load_policy
-from examples.robot_loop import Simulator
+from examples.robot_loop import Simulator, explore
 from explorer import Explorer
 from graph_batch import argmax_actor
 from learning.envs import make_env, with_env_overrides
@@ -35,17 +35,10 @@ from run.seeding import eval_episode_seed
 
 def decision_seconds(explorer: Explorer, maps: list) -> list[float]:
     """Wall seconds of each ``explorer.step`` over whole robot loops on ``maps`` ([(walls, start)])."""
-    seconds = []
-    for walls, start in maps:
-        explorer.reset()
-        simulator = Simulator(walls, start, explorer.sensor_range)
-        while True:
-            begin = time.perf_counter()
-            waypoint = explorer.step(simulator.belief, simulator.robot)
-            seconds.append(time.perf_counter() - begin)
-            if waypoint.done:
-                break
-            simulator.follow(waypoint.path)
+    seconds: list[float] = []
+    with timing(explorer, "step", seconds):
+        for walls, start in maps:
+            explore(explorer, Simulator(walls, start, explorer.sensor_range))
     return seconds
 
 

@@ -248,6 +248,12 @@ class GridExploreEnv(gym.Env):
                              sensor_range=cfg.sensor_range, node_spacing=cfg.node_spacing)
         return reward, terminated, truncated, new_cells, invalid
 
+    @property
+    def coverage(self) -> float:
+        """The fraction of the free cells reachable from the start that are known (NaN in a world
+        that counts none, such as a planner's imagined copy)."""
+        return self.known_free / self.reachable_free if self.reachable_free else math.nan
+
     def _explored(self) -> bool:
         return self.known_free >= self.required_coverage * self.reachable_free
 
@@ -328,7 +334,7 @@ class GridExploreEnv(gym.Env):
 
     def _info(self, new_cells: int, invalid: bool) -> dict[str, Any]:
         return {
-            "coverage": self.known_free / self.reachable_free if self.reachable_free else math.nan,
+            "coverage": self.coverage,
             "travel_distance": self.travel_distance,
             "invalid_action": bool(invalid),
             "new_cells": new_cells,

@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import yaml
 from PIL import Image
 
 from env.map_io import (
@@ -34,6 +33,7 @@ from env.map_io import (
     load_map,
     map_shape,
 )
+from env.ros_map import named_image
 from env.settings import GridExploreConfig
 
 VALIDATION_EVERY = 10
@@ -153,7 +153,7 @@ def find_maps(map_dir: str) -> tuple[list[Path], list[str], tuple[str, ...]]:
     else:
         raise ValueError(f"map_dir={map_dir!r} is neither a folder nor a glob pattern (such as 'maps/*.png')")
     named = sorted(((path.relative_to(root).as_posix(), path) for path in paths), key=lambda item: natural_key(item[0]))
-    images_of_yamls = {_ros_image(path) for _, path in named if path.suffix.lower() in ROS_MAP_SUFFIXES}
+    images_of_yamls = {named_image(path) for _, path in named if path.suffix.lower() in ROS_MAP_SUFFIXES}
     maps = [(name, path) for name, path in named
             if path.suffix.lower() in MAP_SUFFIXES and path.resolve() not in images_of_yamls]
     if not maps:
@@ -194,12 +194,3 @@ def map_collection(config: GridExploreConfig) -> MapCollection | None:
     maps.load(0)  # one file: decoded now, so that a bad one fails at construction
     return maps
 
-
-def _ros_image(path: Path) -> Path | None:
-    """The image a ROS map YAML names (resolved), which is part of that map, not a map of its own;
-    None when the YAML cannot say (it is refused as a map later, naming why)."""
-    try:
-        image = yaml.safe_load(path.read_text()).get("image")
-        return (path.parent / image).resolve() if isinstance(image, str) else None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
-        return None

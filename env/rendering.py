@@ -117,8 +117,7 @@ def font(size: int) -> ImageFont.FreeTypeFont:
 def status_caption(env) -> str:
     """Where ``env`` (an unwrapped GridExploreEnv) stands in its episode: the steps taken, the share
     of the reachable free cells known (the coverage of ``info``), and the cells travelled."""
-    coverage = env.known_free / env.reachable_free if env.reachable_free else math.nan
-    return f"step {env.steps}  ·  coverage {coverage:.0%}  ·  travel {env.travel_distance:.0f} cells"
+    return f"step {env.steps}  ·  coverage {env.coverage:.0%}  ·  travel {env.travel_distance:.0f} cells"
 
 
 def captioned(picture: np.ndarray, caption: str) -> np.ndarray:

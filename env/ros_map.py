@@ -85,19 +85,11 @@ class RosMap:
 def read_ros_map(path: str | Path) -> RosMap:
     """The map the YAML file ``path`` describes; ``RosMapError`` naming the file and the missing
     key, the bad value or the unreadable image."""
-    path = Path(path)
-    settings = _settings(path)
-    image_path = Path(settings["image"])
-    if not image_path.is_absolute():
-        image_path = path.parent / image_path
-    if not image_path.is_file():
-        raise RosMapError(f"{path}: its image {str(image_path)!r} does not exist")
-    try:
-        with Image.open(image_path) as image:
-            alpha = np.asarray(image.getchannel("A")) if "A" in image.getbands() else None
-            grey = np.asarray(image.convert("RGB"), dtype=np.float64).mean(axis=2)
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
-        raise RosMapError(f"{path}: its image {str(image_path)!r} is not readable ({error})") from None
+    def pixels(image: Image.Image) -> tuple[np.ndarray, np.ndarray | None]:  # grey [H, W], alpha or None
+        alpha = np.asarray(image.getchannel("A")) if "A" in image.getbands() else None
+        return np.asarray(image.convert("RGB"), dtype=np.float64).mean(axis=2), alpha
+
+    settings, (grey, alpha) = _read_image(Path(path), pixels)
     occupancy = np.full(grey.shape, UNKNOWN, dtype=np.int8)
     if settings["mode"] == "raw":
         occupied = (grey <= 100) & (grey >= 100 * settings["occupied_thresh"])
@@ -115,14 +107,35 @@ def read_ros_map(path: str | Path) -> RosMap:
 
 def image_size(path: Path) -> tuple[int, int]:
     """(height, width) in pixels of the image the YAML file ``path`` names, from its header."""
+    _, (width, height) = _read_image(path, lambda image: image.size)
+    return height, width
+
+
+def named_image(path: Path) -> Path | None:
+    """The image file the map YAML ``path`` names, which is part of that map; None when ``path``
+    is no valid map YAML (it is refused as a map, naming why, when it is read)."""
+    try:
+        return _image_file(path, _settings(path)).resolve()
+    except RosMapError:
+        return None
+
+
+def _image_file(path: Path, settings: dict) -> Path:
+    """The YAML's ``image``: absolute, or relative to the YAML's folder."""
+    image = Path(settings["image"])
+    return image if image.is_absolute() else path.parent / image
+
+
+def _read_image(path: Path, read):
+    """(the YAML's checked settings, ``read(image)`` of the image it names, opened);
+    ``RosMapError`` naming the YAML and a missing or unreadable image."""
     settings = _settings(path)
-    image_path = Path(settings["image"])
-    image_path = image_path if image_path.is_absolute() else path.parent / image_path
+    image_path = _image_file(path, settings)
+    if not image_path.is_file():
+        raise RosMapError(f"{path}: its image {str(image_path)!r} does not exist")
     try:
         with Image.open(image_path) as image:
-            return image.size[1], image.size[0]
-    except FileNotFoundError:
-        raise RosMapError(f"{path}: its image {str(image_path)!r} does not exist") from None
+            return settings, read(image)
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
         raise RosMapError(f"{path}: its image {str(image_path)!r} is not readable ({error})") from None
 

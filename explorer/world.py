@@ -58,10 +58,7 @@ class RobotWorld(GridExploreEnv):
             raise ValueError("this agent reads privileged node features (the true map's): no robot has them")
         self._size_for(height, width)
         self.layout = None if layout is None else np.asarray(layout, dtype=bool)
-        self.reset_memory()
-
-    def reset_memory(self) -> None:
-        """Forget the episode: the next ``observe`` starts a new one where the robot stands."""
+        # The episode so far: none until the first observe, which starts it where the robot stands.
         self.graph = None
         self.anchor: tuple[int, int] | None = None
         self.visited_points: set[int] = set()  # lattice points (belief lattices) the robot stood in
@@ -88,14 +85,14 @@ class RobotWorld(GridExploreEnv):
         self._look_past_what_it_cannot_see(padded, robot)
         if self.anchor is None:
             self.anchor = robot
-        grows = (self.layout is not None and self.graph is not None
-                 and _only_gained(self.belief, padded) and self._node_at(robot) is not None)
+        grows = self.layout is not None and self.graph is not None and _only_gained(self.belief, padded)
+        node = self._node_at(robot) if grows else None  # node ids never change as a graph grows
         changed = self.belief is None or not np.array_equal(self.belief, padded)
         self.belief = padded
-        if grows:
+        if node is not None:
+            self.robot_node = node
             if changed:
                 self._refresh()
-            self.robot_node = self._node_at(robot)  # a lookout opened by the refresh is not where it stands
         else:
             self._rebuild(robot)
         self.graph.visited[self.robot_node] = True
@@ -110,8 +107,9 @@ class RobotWorld(GridExploreEnv):
 
         The env's sensor sees all of these from there (its range is the utility's plus one, and
         it sees the sides of every free cell it sees), which is what makes a viewpoint with
-        utility resolve its frontier when the robot stands on it. A robot's sensor may leave such a cell unknown (its rays other, a glass pane); its
-        node would keep its utility and draw the robot back for good. Kept for the episode,
+        utility resolve its frontier when the robot stands on it. A robot's sensor may leave such a
+        cell unknown (its rays other, a glass pane); its node would keep its utility and draw the
+        robot back for good. Kept for the episode,
         wherever the belief still holds the cell unknown; none arise where the belief is the
         env's own."""
         flat = padded.ravel()
@@ -120,7 +118,7 @@ class RobotWorld(GridExploreEnv):
         cells, between = sight_table(self.utility_range, self.stride)
         in_sight = at + cells[(flat[at + between] == FREE).all(axis=1)]
         free = in_sight[flat[in_sight] == FREE]
-        sides = (free[:, None] + np.array([-self.stride, self.stride, -1, 1])).ravel()
+        sides = (free[:, None] + self._sensor.around).ravel()  # as the env's sensor sees them
         looked_at = np.concatenate([in_sight, sides])
         missed = np.unique(looked_at[flat[looked_at] == UNKNOWN])
         if missed.size:
@@ -146,17 +144,18 @@ class RobotWorld(GridExploreEnv):
             walls[before[:, 0], before[:, 1]] = True
             lattice = build_lattice(walls, self.anchor, self.config.node_spacing, n_steps_for(self.config.k), p)
         # The graph grows from the robot's node; _occupied (what a planner's copy may play in) is what it knows.
-        self._set_world(GridMap(occupied=known != FREE, start=self.anchor), dataclasses.replace(lattice, start_lattice=point))
+        self._set_world(GridMap(occupied=known != FREE, start=self.anchor),
+                        dataclasses.replace(lattice, start_lattice=point))
         self._reachable = np.zeros_like(self._occupied)
         # Never explored (the robot cannot count the map's free cells): out of utility, a lookout is sought.
         self.reachable_free, self.known_free, self.required_coverage = 1, 0, 1.0
         self.robot_node = 0
         self._refresh()
         n = self.graph.n_nodes
-        on = np.isin(self.graph.lattice_of_node[:n], list(self.visited_points))
         if self.layout is not None:  # the layout's nodes stay where they were: the cells themselves
-            on = np.array([tuple(rc) in self.visited_cells for rc in self.graph.node_rc[:n].tolist()])
-        self.graph.visited[:n] = on
+            self.graph.visited[:n] = [tuple(rc) in self.visited_cells for rc in self.graph.node_rc[:n].tolist()]
+        else:  # a belief lattice's sites move as cells are seen: the lattice points stay
+            self.graph.visited[:n] = np.isin(self.graph.lattice_of_node[:n], list(self.visited_points))
 
 
 def _only_gained(before: np.ndarray | None, after: np.ndarray) -> bool:
