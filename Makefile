@@ -42,7 +42,7 @@ bench: $(STAMP)
 
 # The README's headline table from the shipped files: the procedural rows (agent, planner and the
 # baselines on 100 held-out maps), and with DUNGEON=PATH/DungeonMaps/train the floor-plan rows (591
-# validation maps): 8 min 53 s for both on 2 cores (docs/performance.md).
+# validation maps): 9 min 17 s for both on 2 cores (docs/performance.md).
 DUNGEON ?=
 headline: $(STAMP)
 	$(PY) evaluate.py --checkpoint pretrained/default.pt --episodes 100 --seed 0 --workers 2 \
